@@ -1,0 +1,60 @@
+//! One error type for the whole crate. Every refusal names the rule it enforces, so a user can find
+//! the sentence of the spec that rejected their input.
+
+use thiserror::Error;
+
+/// Everything that can go wrong, as values. Nothing in this crate panics on user input.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum Error {
+    /// A name that is not in a closed registry (format, layout, method…).
+    #[error("unknown {kind} `{name}`; valid names: {valid}")]
+    UnknownName { kind: &'static str, name: String, valid: String },
+
+    /// A (format, layout) pair outside the closed set of layouts.md.
+    #[error("format `{format}` cannot be stored in layout `{layout}`: {format} uses {allowed}")]
+    FormatLayout { format: &'static str, layout: &'static str, allowed: &'static str },
+
+    /// A logical shape or parameter that the layout or format does not allow.
+    #[error("{layout}: shape rule `{rule}` violated: {detail}")]
+    Shape { layout: &'static str, rule: &'static str, detail: String },
+
+    /// A payload whose length differs from the layout's encoded size.
+    #[error("{layout} payload for shape {shape:?} must be exactly {expected} bytes, got {actual}")]
+    PayloadSize { layout: &'static str, shape: Vec<usize>, expected: u64, actual: u64 },
+
+    /// A stored word that the format reference places outside the valid artifact language.
+    #[error("{format}: {rule} ({location})")]
+    InvalidWord { format: &'static str, rule: &'static str, location: String },
+
+    /// Physical padding whose contents are not the layout's canonical ones.
+    #[error("{layout}: non-canonical padding: {rule} ({location})")]
+    Padding { layout: &'static str, rule: &'static str, location: String },
+
+    /// A numeric conversion with no representable result (overflow, NaN into a NaN-less format).
+    #[error("{target}: cannot encode {value:e}: {rule}")]
+    Numeric { target: &'static str, value: f64, rule: &'static str },
+
+    /// Logical words handed to an encoder that do not match the declared geometry.
+    #[error("logical words: {0}")]
+    Words(String),
+
+    /// A combination that is well formed but not supported here (op, platform, limit).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+
+    /// The GPU runtime failed (no adapter, device lost, out of memory, mapping failed).
+    #[error("gpu: {0}")]
+    Gpu(String),
+
+    /// Reading or writing a file failed.
+    #[error("io: {0}")]
+    Io(String),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e.to_string())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

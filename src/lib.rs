@@ -1,0 +1,19 @@
+//! ninfer-wgpu: NInfer's persistent weight formats on any GPU through wgpu.
+//!
+//! Data flows one way: payload bytes → [`EncodedTensor`] (geometry and size checked) → the
+//! scalar [`oracle`] on the CPU, or an upload and a kernel on the GPU.
+
+pub mod error;
+pub mod format;
+pub mod layout;
+pub mod numeric;
+pub mod oracle;
+pub mod tensor;
+pub mod testgen;
+pub mod words;
+
+pub use error::{Error, Result};
+pub use format::{Category, Format};
+pub use layout::Layout;
+pub use tensor::{EncodedTensor, TensorDesc};
+pub use words::{DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};

@@ -1,0 +1,186 @@
+//! Random valid logical words for round-trip tests, the self-check and GPU conformance.
+//!
+//! Seeded and deterministic, so every run prints its seed and a failure replays exactly. The
+//! generators mix uniform words with the edge words `criteria.md` requires: scales 0x0001 and
+//! 0x7BFF, negative scales, +0 scales with zero codes, codes at the interval ends.
+
+use crate::error::{Error, Result};
+use crate::format::{CodeMapping, Format, Geometry, ScaleWord};
+use crate::words::{DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
+
+/// SplitMix64: tiny, fast, and good enough to pick words; not for cryptography.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// Uniform in `[0, n)`; `n > 0`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Uniform integer in `[lo, hi]`.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+
+    /// Uniform in `[-1, 1)`, with 24 random bits.
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+    }
+
+    /// A fresh seed from the clock, for runs that print it.
+    pub fn seed_from_time() -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0x5EED)
+    }
+}
+
+/// Which words a generator may produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Words {
+    /// Every valid word, including NaN payloads and infinities of direct formats: for codecs and
+    /// bit-exact dequant.
+    All,
+    /// Finite values of moderate magnitude: for products, whose A32 bound needs finite sums.
+    Finite,
+}
+
+/// A random binary16 scale: mostly moderate values of both signs, sometimes an edge word.
+fn grouped_scale(rng: &mut Rng, words: Words, q2: bool) -> u16 {
+    let edge: &[u16] = match words {
+        // 0x0001: smallest subnormal; 0x7BFF: largest finite; 0x83FF: negative subnormal.
+        Words::All => &[0x0001, 0x7BFF, 0xFBFF, 0x83FF, 0x0400],
+        Words::Finite => &[0x0001, 0x83FF, 0x0400, 0x5BFF],
+    };
+    match rng.below(8) {
+        0 => edge[rng.below(edge.len() as u64) as usize],
+        1 if q2 => [0x0000, 0x8000][rng.below(2) as usize],
+        _ => {
+            // Sign, exponent 5..=20 (about 2^-10 .. 2^5), any fraction.
+            let sign = (rng.below(2) as u16) << 15;
+            sign | ((rng.range(5, 20) as u16) << 10) | (rng.below(1024) as u16)
+        }
+    }
+}
+
+fn direct(format: Format, shape: &[usize], bytes: usize, rng: &mut Rng, words: Words) -> DirectWords {
+    let count: usize = shape.iter().product();
+    let word = |rng: &mut Rng| -> u32 {
+        match (bytes, format, words) {
+            (_, Format::Int32, _) => rng.next_u32(),
+            (2, _, Words::All) => rng.next_u32() & 0xFFFF,
+            (_, _, Words::All) => rng.next_u32(),
+            (2, _, Words::Finite) => ((rng.below(2) as u32) << 15) | ((rng.range(107, 147) as u32) << 7) | (rng.below(128) as u32),
+            (_, _, Words::Finite) => ((rng.below(2) as u32) << 31) | ((rng.range(107, 147) as u32) << 23) | (rng.next_u32() & 0x7F_FFFF),
+        }
+    };
+    DirectWords { format, shape: shape.to_vec(), words: (0..count).map(|_| word(rng)).collect() }
+}
+
+fn grouped(format: Format, n: usize, k: usize, rng: &mut Rng, words: Words) -> Result<GroupedWords> {
+    let (group, qmin, qmax, mapping) = format.grouped().ok_or_else(|| Error::Words(format!("{format} is not grouped")))?;
+    let q2 = mapping == CodeMapping::OffsetOne;
+    let groups = k.div_ceil(group);
+    let mut codes = Vec::with_capacity(n * k);
+    let mut scales = Vec::with_capacity(n * groups);
+    for _ in 0..n {
+        for g in 0..groups {
+            let len = group.min(k - g * group);
+            let zero_group = !q2 && rng.below(16) == 0;
+            let ends = rng.below(4) == 0;
+            for _ in 0..len {
+                let q = if zero_group {
+                    0
+                } else if ends {
+                    [qmin, qmax][rng.below(2) as usize]
+                } else {
+                    rng.range(qmin as i64, qmax as i64) as i32
+                };
+                codes.push(q as i8);
+            }
+            scales.push(if zero_group { 0x0000 } else { grouped_scale(rng, words, q2) });
+        }
+    }
+    Ok(GroupedWords { format, n, k, codes, scales })
+}
+
+fn nvfp4(n: usize, k: usize, divisors: usize, rng: &mut Rng) -> Nvfp4Words {
+    let codes = (0..n * k).map(|_| rng.below(16) as u8).collect();
+    // Any sign-zero finite E4M3FN word: 0x00..=0x7E.
+    let scales = (0..n * (k / 16)).map(|_| rng.below(0x7F) as u8).collect();
+    const DIVISORS: [f32; 6] = [1.0, 3.0, 0.1, 2688.0, 1e-3, 7.5];
+    let divisors = (0..divisors).map(|_| DIVISORS[rng.below(DIVISORS.len() as u64) as usize].to_bits()).collect();
+    Nvfp4Words { n, k, codes, scales, divisors }
+}
+
+fn fp8_row(format: Format, scale: ScaleWord, n: usize, k: usize, rng: &mut Rng) -> Fp8RowWords {
+    let mut codes = Vec::with_capacity(n * k);
+    let mut scales = Vec::with_capacity(n);
+    for _ in 0..n {
+        let zero_row = rng.below(16) == 0;
+        for _ in 0..k {
+            codes.push(if zero_row {
+                [0x00, 0x80][rng.below(2) as usize]
+            } else {
+                // Any non-NaN word: skip 0x7F and 0xFF.
+                let c = rng.below(254) as u8;
+                if c >= 0x7F {
+                    c + 1
+                } else {
+                    c
+                }
+            });
+        }
+        scales.push(match (zero_row, scale) {
+            (true, _) => 0x0000,
+            // Positive, finite: exponent 1..=140 for bf16 includes tiny values; 0x0001 is subnormal.
+            (false, ScaleWord::Bf16) => [0x0001, ((rng.range(100, 140) as u16) << 7) | rng.below(128) as u16][(rng.below(8) != 0) as usize],
+            (false, ScaleWord::Binary16) => [0x0001, ((rng.range(5, 20) as u16) << 10) | rng.below(1024) as u16][(rng.below(8) != 0) as usize],
+        });
+    }
+    Fp8RowWords { format, n, k, codes, scales }
+}
+
+/// Random valid logical words of `format` with logical `shape` (and nvfp4's `divisors`).
+pub fn random_words(format: Format, shape: &[usize], divisors: usize, rng: &mut Rng, words: Words) -> Result<LogicalWords> {
+    let matrix = || match shape {
+        [n, k] => Ok((*n, *k)),
+        _ => Err(Error::Words(format!("{format} words need a rank-2 shape, got {shape:?}"))),
+    };
+    Ok(match format.spec().geometry {
+        Geometry::Direct { bytes } => LogicalWords::Direct(direct(format, shape, bytes, rng, words)),
+        Geometry::Grouped { .. } => {
+            let (n, k) = matrix()?;
+            LogicalWords::Grouped(grouped(format, n, k, rng, words)?)
+        }
+        Geometry::BlockScaled { .. } => {
+            let (n, k) = matrix()?;
+            LogicalWords::Nvfp4(nvfp4(n, k, divisors, rng))
+        }
+        Geometry::RowScaled { scale } => {
+            let (n, k) = matrix()?;
+            LogicalWords::Fp8Row(fp8_row(format, scale, n, k, rng))
+        }
+        Geometry::Block { .. } => return Err(Error::Unsupported(format!("{format}: random GGUF blocks are not generated here"))),
+    })
+}
+
+/// A random activation vector in [-1, 1).
+pub fn random_activation(k: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..k).map(|_| rng.unit()).collect()
+}
