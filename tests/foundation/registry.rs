@@ -1,0 +1,146 @@
+//! The registry, row by row against the tables of numeric-formats.txt and layouts.md.
+
+use ninfer_wgpu::format::{Category, CodeMapping, Geometry};
+use ninfer_wgpu::{Error, Format, Layout};
+
+/// (name, code bits, group, qmin, qmax, full-group bits/weight) — section 1's grouped table.
+const GROUPED: [(&str, u32, usize, i32, i32, f64); 6] = [
+    ("q2_g64_fp16", 2, 64, -1, 2, 2.25),
+    ("q4_g64_fp16", 4, 64, -8, 7, 4.25),
+    ("q5_g64_fp16", 5, 64, -16, 15, 5.25),
+    ("q6_g64_fp16", 6, 64, -32, 31, 6.25),
+    ("q8_g32_fp16", 8, 32, -127, 127, 8.50),
+    ("t2_g128_fp16", 2, 128, -1, 1, 2.125),
+];
+
+/// (name, ggml type, block values, block bytes, bits/weight) — the GGUF table.
+const GGUF: [(&str, u32, usize, usize, f64); 18] = [
+    ("gguf_q8_0", 8, 32, 34, 8.50),
+    ("gguf_q4_0", 2, 32, 18, 4.50),
+    ("gguf_q5_0", 6, 32, 22, 5.50),
+    ("gguf_q2_0", 42, 64, 18, 2.25),
+    ("gguf_q2_k", 10, 256, 84, 2.625),
+    ("gguf_q3_k", 11, 256, 110, 3.4375),
+    ("gguf_q4_k", 12, 256, 144, 4.50),
+    ("gguf_q5_k", 13, 256, 176, 5.50),
+    ("gguf_q6_k", 14, 256, 210, 6.5625),
+    ("gguf_iq2_xxs", 16, 256, 66, 2.0625),
+    ("gguf_iq2_xs", 17, 256, 74, 2.3125),
+    ("gguf_iq3_xxs", 18, 256, 98, 3.0625),
+    ("gguf_iq1_s", 19, 256, 50, 1.5625),
+    ("gguf_iq4_nl", 20, 32, 18, 4.50),
+    ("gguf_iq3_s", 21, 256, 110, 3.4375),
+    ("gguf_iq2_s", 22, 256, 82, 2.5625),
+    ("gguf_iq4_xs", 23, 256, 136, 4.25),
+    ("gguf_iq1_m", 29, 256, 56, 1.75),
+];
+
+/// layouts.md's closed pair table.
+const PAIRS: [(&str, &[&str]); 6] = [
+    ("contiguous_le_v1", &["bf16", "fp32", "int32"]),
+    ("row_split_k128_v1", &["q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16"]),
+    ("block_scale_k16_m128x4_v1", &["nvfp4"]),
+    ("row_scale_v1", &["fp8_e4m3fn_row_bf16"]),
+    ("row_interleaved_v1", &["fp8_e4m3fn_row_fp16"]),
+    ("gguf_blocks_v1", &[
+        "gguf_q8_0", "gguf_q4_0", "gguf_q5_0", "gguf_q2_0", "gguf_q2_k", "gguf_q3_k", "gguf_q4_k", "gguf_q5_k", "gguf_q6_k",
+        "gguf_iq2_xxs", "gguf_iq2_xs", "gguf_iq3_xxs", "gguf_iq1_s", "gguf_iq4_nl", "gguf_iq3_s", "gguf_iq2_s", "gguf_iq4_xs", "gguf_iq1_m",
+    ]),
+];
+
+#[test]
+fn registry_holds_exactly_the_thirty_reference_formats() {
+    assert_eq!(Format::ALL.len(), 30);
+    let mut names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 30, "canonical names are unique");
+    for f in Format::ALL {
+        assert_eq!(f.name().parse::<Format>(), Ok(f), "{f} parses back");
+        assert_eq!(f.to_string(), f.name());
+    }
+}
+
+#[test]
+fn direct_rows_match_the_reference() {
+    for (name, bits, category) in [("bf16", 16, Category::DirectFloat), ("fp32", 32, Category::DirectFloat), ("int32", 32, Category::DirectInt)] {
+        let f: Format = name.parse().unwrap();
+        let spec = f.spec();
+        assert_eq!(spec.category, category, "{name}");
+        assert_eq!(spec.code_bits, Some(bits), "{name}");
+        assert_eq!(spec.geometry, Geometry::Direct { bytes: bits as usize / 8 }, "{name}");
+        assert_eq!(f.bits_per_weight(), bits as f64, "{name}");
+        assert_eq!(spec.ggml_type, None);
+    }
+}
+
+#[test]
+fn grouped_rows_match_the_reference() {
+    for (name, bits, group, qmin, qmax, bpw) in GROUPED {
+        let f: Format = name.parse().unwrap();
+        let spec = f.spec();
+        assert_eq!(spec.category, Category::Grouped, "{name}");
+        assert_eq!(spec.code_bits, Some(bits), "{name}");
+        let mapping = if name.starts_with("q2") { CodeMapping::OffsetOne } else { CodeMapping::TwosComplement };
+        assert_eq!(spec.geometry, Geometry::Grouped { group, qmin, qmax, mapping }, "{name}");
+        assert_eq!(f.bits_per_weight(), bpw, "{name}: b + 16/G");
+    }
+}
+
+#[test]
+fn float_rows_match_the_reference() {
+    let nvfp4 = Format::Nvfp4.spec();
+    assert_eq!((nvfp4.name, nvfp4.category, nvfp4.code_bits), ("nvfp4", Category::BlockScaledFloat, Some(4)));
+    assert_eq!(nvfp4.geometry, Geometry::BlockScaled { group: 16 });
+    for name in ["fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16"] {
+        let spec = name.parse::<Format>().unwrap().spec();
+        assert_eq!((spec.category, spec.code_bits), (Category::RowScaledFloat, Some(8)), "{name}");
+    }
+}
+
+#[test]
+fn gguf_rows_match_the_reference() {
+    for (name, ggml, values, bytes, bpw) in GGUF {
+        let f: Format = name.parse().unwrap();
+        let spec = f.spec();
+        assert_eq!(spec.category, Category::GgufBlock, "{name}");
+        assert_eq!(spec.ggml_type, Some(ggml), "{name}");
+        assert_eq!(spec.geometry, Geometry::Block { values, bytes }, "{name}");
+        assert_eq!(f.bits_per_weight(), bpw, "{name}");
+        assert_eq!(Format::from_ggml_type(ggml), Some(f), "{name} by ggml type");
+    }
+    assert_eq!(Format::from_ggml_type(1), None, "f16 (ggml type 1) is not registered");
+}
+
+#[test]
+fn layout_pairs_are_the_closed_table_of_layouts_md() {
+    for (layout, formats) in PAIRS {
+        let l: Layout = layout.parse().unwrap();
+        assert_eq!(l.to_string(), layout);
+        let got: Vec<&str> = l.formats().iter().map(|f| f.name()).collect();
+        assert_eq!(got, formats, "{layout}");
+    }
+    let total: usize = PAIRS.iter().map(|(_, f)| f.len()).sum();
+    assert_eq!(total, 30, "every format has exactly one layout");
+}
+
+#[test]
+fn unknown_names_are_errors_listing_the_valid_names() {
+    match "q4".parse::<Format>() {
+        Err(Error::UnknownName { kind: "format", name, valid }) => {
+            assert_eq!(name, "q4");
+            for f in Format::ALL {
+                assert!(valid.contains(f.name()), "{f} listed");
+            }
+        }
+        other => panic!("expected an unknown-format error, got {other:?}"),
+    }
+    assert!(matches!("Q4_G64_FP16".parse::<Format>(), Err(Error::UnknownName { .. })), "names are canonical lower case");
+    assert!(matches!("row_split".parse::<Layout>(), Err(Error::UnknownName { kind: "layout", .. })));
+}
+
+#[test]
+fn a_format_refuses_a_layout_outside_its_pair() {
+    let err = Format::Q4G64Fp16.check_layout(Layout::ContiguousLeV1).unwrap_err();
+    assert!(err.to_string().contains("row_split_k128_v1"), "{err}");
+}
