@@ -3,8 +3,10 @@
 //! Data flows one way: payload bytes → [`EncodedTensor`] (geometry and size checked) → the
 //! scalar [`oracle`] on the CPU, or an upload and a kernel on the GPU.
 
+pub mod conformance;
 pub mod error;
 pub mod format;
+pub mod gpu;
 pub mod layout;
 pub mod numeric;
 pub mod oracle;

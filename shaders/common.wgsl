@@ -1,0 +1,132 @@
+// Shared by every kernel: the bindings, the parameter block, byte loaders over array<u32>, and
+// exact decoders that build binary32 words with integer operations.
+//
+// Why integer decoders: WGSL lets an implementation flush subnormals in arithmetic and in
+// unpack2x16float, and the legal minimum binary16 scale 0x0001 is a subnormal. Building the
+// binary32 word from the stored bits gives the exact value on every platform.
+//
+// The host prepends the format's constants (generated from the Rust registry) before this file:
+// CHUNK, and the codec's own constants. A chunk is 32 consecutive values of one row.
+
+struct Params {
+    rows: u32,      // rows in this pass
+    k: u32,         // logical K (values per row)
+    chunks: u32,    // chunks per row: ceil(K / 32)
+    row0: u32,      // global index of this pass's first row
+    off0: u32,      // plane 0: byte offset of the pass's first row inside its binding
+    stride0: u32,   // plane 0: bytes per row
+    off1: u32,
+    stride1: u32,
+    off2: u32,
+    stride2: u32,
+    aux0: u32,      // codec-specific (see each codec)
+    aux1: u32,
+    out_off: u32,   // dequant: word offset of the pass's first output inside the output binding
+    groups_x: u32,  // workgroups along x, to linearise a 2-D dispatch
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> plane0: array<u32>;
+@group(0) @binding(2) var<storage, read> plane1: array<u32>;
+@group(0) @binding(3) var<storage, read> plane2: array<u32>;
+@group(0) @binding(4) var<storage, read> X: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> OUT: array<u32>;
+
+// Little-endian u32 at any byte offset. Only bytes inside the payload are ever used; a read of
+// the following word for an unaligned offset stays inside the 4-byte-padded buffer or is
+// clamped by the runtime's bounds checks and then shifted out.
+fn p0_u32_at(b: u32) -> u32 {
+    let w = b >> 2u;
+    let s = (b & 3u) * 8u;
+    if s == 0u {
+        return plane0[w];
+    }
+    return (plane0[w] >> s) | (plane0[w + 1u] << (32u - s));
+}
+
+fn p1_u32_at(b: u32) -> u32 {
+    let w = b >> 2u;
+    let s = (b & 3u) * 8u;
+    if s == 0u {
+        return plane1[w];
+    }
+    return (plane1[w] >> s) | (plane1[w + 1u] << (32u - s));
+}
+
+fn p1_u16_at(b: u32) -> u32 {
+    return p1_u32_at(b) & 0xffffu;
+}
+
+fn p1_u8_at(b: u32) -> u32 {
+    return (plane1[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
+}
+
+fn p2_u32_at(b: u32) -> u32 {
+    let w = b >> 2u;
+    let s = (b & 3u) * 8u;
+    if s == 0u {
+        return plane2[w];
+    }
+    return (plane2[w] >> s) | (plane2[w + 1u] << (32u - s));
+}
+
+fn p2_u16_at(b: u32) -> u32 {
+    return p2_u32_at(b) & 0xffffu;
+}
+
+// binary16 bits -> binary32, exact. Subnormals m * 2^-24 are binary32 normals: f32(m) * 2^-24 is
+// exact and cannot flush.
+fn f16_bits_to_f32(h: u32) -> f32 {
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if e == 0u {
+        return bitcast<f32>(sign | bitcast<u32>(f32(m) * bitcast<f32>(0x33800000u)));
+    }
+    if e == 31u {
+        return bitcast<f32>(sign | 0x7f800000u | (m << 13u));
+    }
+    return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// bf16 bits -> binary32: the word is the high half (numeric-formats.txt section 3.1).
+fn bf16_bits_to_f32(h: u32) -> f32 {
+    return bitcast<f32>(h << 16u);
+}
+
+// E4M3FN -> binary32 (no NaN words reach here: validated payloads only). Subnormals m * 2^-9 are
+// binary32 normals, built by an exact product.
+fn e4m3fn_to_f32(c: u32) -> f32 {
+    let sign = (c & 0x80u) << 24u;
+    let e = (c >> 3u) & 0xfu;
+    let m = c & 7u;
+    if e == 0u {
+        return bitcast<f32>(sign | bitcast<u32>(f32(m) * bitcast<f32>(0x3b000000u)));
+    }
+    return bitcast<f32>(sign | ((e + 120u) << 23u) | (m << 20u));
+}
+
+// E2M1 magnitudes of words 0..7; bit 3 is the sign.
+const E2M1_MAGNITUDE = array<f32, 8>(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
+
+fn e2m1_to_f32(c: u32) -> f32 {
+    let v = E2M1_MAGNITUDE[c & 7u];
+    return select(v, -v, (c & 8u) != 0u);
+}
+
+// Sign-extends the low `bits` bits of u.
+fn sign_extend(u: u32, bits: u32) -> i32 {
+    return bitcast<i32>(u << (32u - bits)) >> (32u - bits);
+}
+
+// x[c*32 + 4i .. +4], zero beyond K (the host pads x to whole chunks with zeros).
+fn x4(c: u32, i: u32) -> vec4<f32> {
+    return X[c * 8u + i];
+}
+
+// A chunk's 32 values as eight vec4s.
+alias Chunk = array<vec4<f32>, 8>;
+// A chunk's 32 exact binary32 words, for dequant.
+alias ChunkBits = array<vec4<u32>, 8>;

@@ -1,0 +1,235 @@
+//! Conformance: every format × op × variant on one adapter, against the scalar oracle, judged
+//! by the named criteria of `criteria.md` on fresh random words (seed printed by the caller).
+
+use crate::error::Result;
+use crate::format::{Category, Format, Geometry};
+use crate::gpu::capability::{self, Status};
+use crate::gpu::{Gpu, Op, Variant, POISON};
+use crate::oracle::{self, Dequantized};
+use crate::tensor::EncodedTensor;
+use crate::testgen::{random_activation, random_words, Rng, Words};
+use serde::Serialize;
+
+/// Which shapes to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// Awkward small shapes: every CI run.
+    Fast,
+    /// Adds K >= 14336 and N >= 4096 (minutes on a CPU adapter).
+    Slow,
+}
+
+/// The verdict of one case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The platform flushed an f32 subnormal result (found by its probe): reported, not a pass.
+    PlatformDeviation,
+}
+
+/// One case's outcome, with the measured error next to its bound.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub format: &'static str,
+    pub op: &'static str,
+    pub variant: &'static str,
+    pub shape: Vec<usize>,
+    pub criterion: &'static str,
+    pub verdict: Verdict,
+    /// Largest error seen: ULPs for bounded dequant, error/bound ratio for A32, 0 for exact.
+    pub max_error: f64,
+    /// Relative L2 error over the output (matvec).
+    pub rel_l2: f64,
+    pub detail: String,
+}
+
+/// The shapes of a format's cases.
+pub fn shapes(format: Format, tier: Tier) -> Vec<Vec<usize>> {
+    let mut s: Vec<Vec<usize>> = match format.spec().geometry {
+        Geometry::BlockScaled { .. } => vec![vec![128, 64], vec![256, 128], vec![384, 192]],
+        Geometry::Direct { .. } => vec![vec![1, 1], vec![3, 5], vec![5, 33], vec![9, 1000], vec![2, 3, 5], vec![], vec![7]],
+        Geometry::Grouped { .. } | Geometry::RowScaled { .. } => vec![vec![1, 1], vec![1, 64], vec![3, 65], vec![6, 200], vec![67, 1000], vec![13, 4304]],
+        Geometry::Block { .. } => vec![],
+    };
+    if tier == Tier::Slow && !s.is_empty() {
+        s.push(if format == Format::Nvfp4 { vec![4096, 14336] } else { vec![4096, 14336] });
+    }
+    s
+}
+
+/// The divisors used for an nvfp4 shape: one per 128 rows up to three, to cover stacking.
+fn divisors(format: Format, shape: &[usize]) -> usize {
+    match (format, shape) {
+        (Format::Nvfp4, [n, _]) => (n / 128).clamp(1, 3),
+        _ => 1,
+    }
+}
+
+/// Units in the last place of `x` as binary32 (the spacing at |x|; 2^-149 at zero).
+fn ulp(x: f32) -> f64 {
+    let a = x.abs();
+    if a == 0.0 || !a.is_finite() {
+        return 2f64.powi(-149);
+    }
+    let next = f32::from_bits(a.to_bits() + 1);
+    (next as f64) - (a as f64)
+}
+
+/// Whether a format's dequant is exact (bit for bit) or bounded (nvfp4's division).
+fn dequant_bound_ulps(format: Format) -> Option<f64> {
+    match format {
+        // Oracle: correctly rounded (0.5 ULP); WGSL f32 division: 2.5 ULP. Their distance is at
+        // most 3 ULP of the result.
+        Format::Nvfp4 => Some(3.0),
+        _ => None,
+    }
+}
+
+fn judge_dequant(format: Format, flushes: bool, expect: &[u32], got: &[u32]) -> (Verdict, f64, String) {
+    let bound = dequant_bound_ulps(format);
+    let mut worst = 0f64;
+    let mut deviation = None;
+    for (i, (&e, &g)) in expect.iter().zip(got).enumerate() {
+        if g == POISON && e != POISON {
+            return (Verdict::Fail, f64::INFINITY, format!("element {i} was never written"));
+        }
+        if e == g {
+            continue;
+        }
+        let (ef, gf) = (f32::from_bits(e), f32::from_bits(g));
+        let subnormal_flushed = ef != 0.0 && ef.is_subnormal() && gf == 0.0 && ef.is_sign_negative() == gf.is_sign_negative();
+        if subnormal_flushed && flushes {
+            deviation.get_or_insert(format!("element {i}: subnormal {e:#010x} flushed to {g:#010x}"));
+            continue;
+        }
+        match bound {
+            Some(b) if ef.is_finite() && gf.is_finite() => {
+                let err = ((gf as f64) - (ef as f64)).abs() / ulp(ef);
+                worst = worst.max(err);
+                if err > b {
+                    return (Verdict::Fail, err, format!("element {i}: {gf:e} vs oracle {ef:e}: {err:.2} ULP > {b}"));
+                }
+            }
+            _ => return (Verdict::Fail, f64::INFINITY, format!("element {i}: {g:#010x} ({gf:e}) vs oracle {e:#010x} ({ef:e}): must be bit-exact")),
+        }
+    }
+    match deviation {
+        Some(d) => (Verdict::PlatformDeviation, worst, d),
+        None => (Verdict::Pass, worst, String::new()),
+    }
+}
+
+fn judge_matvec(format: Format, k: usize, reference: &oracle::MatvecReference, got: &[f32]) -> (Verdict, f64, f64, String) {
+    let gamma = (k as f64 + 2.0) * 2f64.powi(-24);
+    // nvfp4's division adds at most 3 ULP of each product, i.e. 3 * 2^-23 relative.
+    let dequant = dequant_bound_ulps(format).map(|u| u * 2f64.powi(-23)).unwrap_or(0.0);
+    let (mut worst, mut num, mut den) = (0f64, 0f64, 0f64);
+    for (n, (&y, (&yr, &abs))) in got.iter().zip(reference.y.iter().zip(&reference.abs)).enumerate() {
+        if y.to_bits() == POISON {
+            return (Verdict::Fail, f64::INFINITY, f64::INFINITY, format!("output {n} was never written"));
+        }
+        if !y.is_finite() {
+            return (Verdict::Fail, f64::INFINITY, f64::INFINITY, format!("output {n} is {y}"));
+        }
+        let err = (y as f64 - yr).abs();
+        let bound = (gamma + dequant) * abs;
+        num += err * err;
+        den += yr * yr;
+        let ratio = if bound > 0.0 { err / bound } else if err == 0.0 { 0.0 } else { f64::INFINITY };
+        worst = worst.max(ratio);
+        if ratio > 1.0 {
+            return (Verdict::Fail, ratio, f64::NAN, format!("output {n}: |{y:e} - {yr:e}| = {err:e} > bound {bound:e}"));
+        }
+    }
+    let rel = if den > 0.0 { (num / den).sqrt() } else { num.sqrt() };
+    if rel > 1e-5 {
+        return (Verdict::Fail, worst, rel, format!("relative L2 error {rel:e} > 1e-5"));
+    }
+    (Verdict::Pass, worst, rel, String::new())
+}
+
+fn oracle_words(t: &EncodedTensor) -> Result<Vec<u32>> {
+    Ok(match oracle::dequant(t)? {
+        Dequantized::F32(v) => v.into_iter().map(f32::to_bits).collect(),
+        Dequantized::I32(v) => v.into_iter().map(|i| i as u32).collect(),
+    })
+}
+
+/// Runs one (format, op, variant, shape) case.
+pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[usize], rng: &mut Rng) -> Result<CaseResult> {
+    let layout = format.spec().layouts[0];
+    let words = match op {
+        Op::Dequant => Words::All,
+        Op::Matvec => Words::Finite,
+    };
+    let logical = random_words(format, shape, divisors(format, shape), rng, words)?;
+    let tensor = EncodedTensor::encode(&logical, layout)?;
+    let uploaded = gpu.upload(&tensor)?;
+    let mut result = CaseResult {
+        format: format.name(),
+        op: op.name(),
+        variant: variant.name(),
+        shape: shape.to_vec(),
+        criterion: "",
+        verdict: Verdict::Fail,
+        max_error: 0.0,
+        rel_l2: 0.0,
+        detail: String::new(),
+    };
+    match op {
+        Op::Dequant => {
+            result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
+            let expect = oracle_words(&tensor)?;
+            let got = gpu.dequant(&uploaded)?;
+            let flushes = gpu.platform().probes.flushes_subnormal_results == Some(true);
+            (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes, &expect, &got);
+        }
+        Op::Matvec => {
+            result.criterion = "A32";
+            let k = *shape.last().unwrap_or(&1);
+            let x = random_activation(k, rng);
+            let reference = oracle::matvec(&tensor, &x)?;
+            let got = gpu.matvec_with(&uploaded, &x, variant)?;
+            (result.verdict, result.max_error, result.rel_l2, result.detail) = judge_matvec(format, k, &reference, &got);
+        }
+    }
+    Ok(result)
+}
+
+/// Every supported case for `formats` on this adapter. Unsupported rows are skipped (the
+/// capability table reports them); errors become failing cases.
+pub fn run(gpu: &Gpu, formats: &[Format], seed: u64, tier: Tier, mut progress: impl FnMut(&CaseResult)) -> Vec<CaseResult> {
+    let mut rng = Rng::new(seed);
+    let mut results = Vec::new();
+    for &format in formats {
+        let layout = format.spec().layouts[0];
+        for op in Op::ALL {
+            for variant in Variant::ALL {
+                if capability::status(format, layout, op, variant, Some(gpu.platform())) != Status::Supported {
+                    continue;
+                }
+                for shape in shapes(format, tier) {
+                    if op == Op::Matvec && (shape.len() != 2 || format.category() == Category::DirectInt) {
+                        continue;
+                    }
+                    let r = run_case(gpu, format, op, variant, &shape, &mut rng).unwrap_or_else(|e| CaseResult {
+                        format: format.name(),
+                        op: op.name(),
+                        variant: variant.name(),
+                        shape: shape.clone(),
+                        criterion: "error",
+                        verdict: Verdict::Fail,
+                        max_error: f64::INFINITY,
+                        rel_l2: f64::INFINITY,
+                        detail: e.to_string(),
+                    });
+                    progress(&r);
+                    results.push(r);
+                }
+            }
+        }
+    }
+    results
+}

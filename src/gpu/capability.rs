@@ -1,0 +1,117 @@
+//! The capability table: every (format, layout, op, variant) with its status and reason, as data.
+//! It is consulted before upload and dispatch, so an unsupported combination is an
+//! `Unsupported` error naming the rule — never a wgpu validation panic or a silent wrong answer.
+
+use super::kernels::{Codec, KernelKey, Op, Variant};
+use super::platform::Platform;
+use crate::error::{Error, Result};
+use crate::format::{Category, Format};
+use crate::layout::Layout;
+use serde::Serialize;
+
+/// Whether a row can run, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "snake_case")]
+pub enum Status {
+    Supported,
+    Unsupported(String),
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    pub format: &'static str,
+    pub layout: &'static str,
+    pub op: &'static str,
+    pub variant: &'static str,
+    #[serde(flatten)]
+    pub status: Status,
+}
+
+/// The format-level rule, independent of the platform.
+fn format_rule(format: Format, op: Op, variant: Variant) -> Status {
+    let layout = format.spec().layouts[0];
+    if Codec::for_layout(layout).is_none() {
+        return Status::Unsupported(format!("not yet implemented: no {layout} kernel (gguf block kernels are a later issue)"));
+    }
+    match (format.category(), op, variant) {
+        (Category::DirectInt, Op::Matvec, _) => Status::Unsupported("int32 has no matvec: integer tensors are indexes, not weights".into()),
+        (_, Op::Dequant, Variant::Subgroup) => Status::Unsupported("dequant has no reduction, so no subgroup variant".into()),
+        _ => Status::Supported,
+    }
+}
+
+/// The platform-level rule for a variant.
+fn platform_rule(platform: &Platform, variant: Variant) -> Status {
+    match variant {
+        Variant::Workgroup => Status::Supported,
+        Variant::Subgroup if !platform.has_subgroups => Status::Unsupported("the adapter does not offer the SUBGROUP feature".into()),
+        Variant::Subgroup if platform.probes.subgroups_contiguous != Some(true) => Status::Unsupported(format!(
+            "subgroups are not runs of consecutive invocations with a size dividing 64 here (probe: {:?}, sizes {}..{})",
+            platform.probes.subgroups_contiguous, platform.subgroup_min_size, platform.subgroup_max_size
+        )),
+        Variant::Subgroup => Status::Supported,
+    }
+}
+
+/// The status of one combination; `platform` adds the adapter's rules.
+pub fn status(format: Format, layout: Layout, op: Op, variant: Variant, platform: Option<&Platform>) -> Status {
+    if !format.allows(layout) {
+        return Status::Unsupported(format!("{format} is not stored in {layout}"));
+    }
+    match (format_rule(format, op, variant), platform) {
+        (Status::Supported, Some(p)) => platform_rule(p, variant),
+        (s, _) => s,
+    }
+}
+
+/// Refuses an unsupported combination with its reason.
+pub fn check(format: Format, layout: Layout, op: Op, variant: Variant, platform: Option<&Platform>) -> Result<()> {
+    match status(format, layout, op, variant, platform) {
+        Status::Supported => Ok(()),
+        Status::Unsupported(reason) => Err(Error::Unsupported(format!("{format} in {layout}, {} ({}): {reason}", op.name(), variant.name()))),
+    }
+}
+
+/// The whole table, for printing.
+pub fn table(platform: Option<&Platform>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for format in Format::ALL {
+        let layout = format.spec().layouts[0];
+        for op in Op::ALL {
+            for variant in Variant::ALL {
+                if op == Op::Dequant && variant == Variant::Subgroup {
+                    continue;
+                }
+                let status = status(format, layout, op, variant, platform);
+                rows.push(Row { format: format.name(), layout: layout.name(), op: op.name(), variant: variant.name(), status });
+            }
+        }
+    }
+    rows
+}
+
+/// Every kernel that exists (supported on some platform): what the portability test compiles.
+pub fn kernel_keys() -> Vec<KernelKey> {
+    let mut keys = Vec::new();
+    for format in Format::ALL {
+        for op in Op::ALL {
+            for variant in Variant::ALL {
+                if format_rule(format, op, variant) == Status::Supported {
+                    keys.push(KernelKey { format, op, variant });
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// The fastest supported variant of an op on this platform.
+pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
+    let layout = format.spec().layouts[0];
+    if op == Op::Matvec && status(format, layout, op, Variant::Subgroup, Some(platform)) == Status::Supported {
+        Variant::Subgroup
+    } else {
+        Variant::Workgroup
+    }
+}

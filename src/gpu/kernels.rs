@@ -1,0 +1,171 @@
+//! Shader assembly: constants generated from the registry, `common.wgsl`, the
+//! layout family's codec, and the op. The registry is the only place format facts live; the
+//! WGSL constants below are written from it, never by hand.
+
+use crate::error::{Error, Result};
+use crate::format::{CodeMapping, Format, Geometry, ScaleWord};
+use crate::layout::{row_split, Layout};
+use std::fmt::Write;
+
+const COMMON: &str = include_str!("../../shaders/common.wgsl");
+const CODEC_CONTIGUOUS: &str = include_str!("../../shaders/codecs/contiguous.wgsl");
+const CODEC_ROW_SPLIT: &str = include_str!("../../shaders/codecs/row_split.wgsl");
+const CODEC_BLOCK_SCALE: &str = include_str!("../../shaders/codecs/block_scale.wgsl");
+const CODEC_FP8_ROWS: &str = include_str!("../../shaders/codecs/fp8_rows.wgsl");
+const OP_DEQUANT: &str = include_str!("../../shaders/ops/dequant.wgsl");
+const OP_MATVEC: &str = include_str!("../../shaders/ops/matvec.wgsl");
+const OP_MATVEC_SUBGROUP: &str = include_str!("../../shaders/ops/matvec_subgroup.wgsl");
+pub(crate) const PROBE: &str = include_str!("../../shaders/ops/probe.wgsl");
+pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../shaders/ops/probe_subgroup.wgsl");
+
+/// Values per chunk, the unit every codec decodes (`common.wgsl`).
+pub const CHUNK: usize = 32;
+/// Rows per matvec workgroup and invocations per dequant workgroup (`ops/*.wgsl`).
+pub const MATVEC_ROWS: usize = 4;
+pub const DEQUANT_WG: usize = 64;
+/// Invocations per matvec workgroup, and the largest subgroup the subgroup variant accepts.
+pub const MATVEC_WG: u32 = 256;
+pub const MATVEC_LANES: u32 = 64;
+
+/// An operation a kernel implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    Dequant,
+    Matvec,
+}
+
+/// How a kernel reduces: portable workgroup memory, or subgroup operations where offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variant {
+    Workgroup,
+    Subgroup,
+}
+
+/// The WGSL codec of each layout family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    Contiguous,
+    RowSplit,
+    BlockScale,
+    Fp8Rows,
+}
+
+impl Op {
+    pub const ALL: [Op; 2] = [Op::Dequant, Op::Matvec];
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Dequant => "dequant",
+            Op::Matvec => "matvec",
+        }
+    }
+}
+
+impl Variant {
+    pub const ALL: [Variant; 2] = [Variant::Workgroup, Variant::Subgroup];
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Workgroup => "workgroup",
+            Variant::Subgroup => "subgroup",
+        }
+    }
+}
+
+impl Codec {
+    /// The codec for a layout; `None` where no kernel exists yet (gguf blocks).
+    pub fn for_layout(layout: Layout) -> Option<Codec> {
+        match layout {
+            Layout::ContiguousLeV1 => Some(Codec::Contiguous),
+            Layout::RowSplitK128V1 => Some(Codec::RowSplit),
+            Layout::BlockScaleK16M128x4V1 => Some(Codec::BlockScale),
+            Layout::RowScaleV1 | Layout::RowInterleavedV1 => Some(Codec::Fp8Rows),
+            Layout::GgufBlocksV1 => None,
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Codec::Contiguous => CODEC_CONTIGUOUS,
+            Codec::RowSplit => CODEC_ROW_SPLIT,
+            Codec::BlockScale => CODEC_BLOCK_SCALE,
+            Codec::Fp8Rows => CODEC_FP8_ROWS,
+        }
+    }
+}
+
+/// A compiled kernel's identity: what the pipeline cache is keyed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelKey {
+    pub format: Format,
+    pub op: Op,
+    pub variant: Variant,
+}
+
+impl KernelKey {
+    pub fn label(&self) -> String {
+        format!("{}/{}/{}", self.format, self.op.name(), self.variant.name())
+    }
+
+    pub fn entry_point(&self) -> &'static str {
+        match (self.op, self.variant) {
+            (Op::Dequant, _) => "dequant",
+            (Op::Matvec, Variant::Workgroup) => "matvec",
+            (Op::Matvec, Variant::Subgroup) => "matvec_subgroup",
+        }
+    }
+}
+
+/// The format's WGSL constants, written from the registry.
+fn constants(format: Format) -> Result<String> {
+    let mut s = format!("// {format}: constants generated from the format registry.\n");
+    let spec = format.spec();
+    let unsupported = || Error::Unsupported(format!("{format} has no WGSL codec"));
+    match spec.geometry {
+        Geometry::Direct { bytes } => writeln!(s, "const WORD_BYTES: u32 = {bytes}u;"),
+        Geometry::Grouped { group, mapping, .. } => {
+            let p = row_split::plane_spec(format).ok_or_else(unsupported)?;
+            let base_bits = 8 * p.base_bytes / group;
+            let high_bits = 8 * p.high_bytes / group;
+            writeln!(
+                s,
+                "const GROUP: u32 = {group}u;\nconst CODE_BITS: u32 = {}u;\nconst BASE_BITS: u32 = {base_bits}u;\nconst HIGH_BITS: u32 = {high_bits}u;\nconst OFFSET_ONE: bool = {};",
+                p.code_bits,
+                mapping == CodeMapping::OffsetOne
+            )
+        }
+        Geometry::BlockScaled { .. } => Ok(()),
+        Geometry::RowScaled { scale } => writeln!(s, "const SCALE_BF16: bool = {};", scale == ScaleWord::Bf16),
+        Geometry::Block { .. } => return Err(unsupported()),
+    }
+    .map_err(|e| Error::Unsupported(e.to_string()))?;
+    Ok(s)
+}
+
+/// The complete WGSL module for one kernel.
+pub fn assemble(key: KernelKey) -> Result<String> {
+    let layout = key.format.spec().layouts[0];
+    let codec = Codec::for_layout(layout).ok_or_else(|| Error::Unsupported(format!("{}: no kernel for {layout} yet", key.format)))?;
+    // No `enable subgroups;` line: naga (wgpu's native front end) does not accept that directive
+    // yet and enables subgroup builtins through the device's SUBGROUP feature instead. A browser
+    // build, whose WGSL goes to the browser's own compiler, must prepend it.
+    let mut s = String::new();
+    s.push_str(&constants(key.format)?);
+    for part in [COMMON, codec.source()] {
+        s.push_str(part);
+        s.push('\n');
+    }
+    match (key.op, key.variant) {
+        (Op::Dequant, _) => s.push_str(OP_DEQUANT),
+        (Op::Matvec, Variant::Workgroup) => s.push_str(OP_MATVEC),
+        (Op::Matvec, Variant::Subgroup) => {
+            s.push_str(OP_MATVEC);
+            s.push('\n');
+            s.push_str(OP_MATVEC_SUBGROUP);
+        }
+    }
+    Ok(s)
+}
+
+/// The probe modules: (name, WGSL, needs subgroups).
+pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
+    vec![("subnormal", PROBE.to_string(), false), ("subgroup_layout", format!("{PROBE}\n{PROBE_SUBGROUP}"), true)]
+}

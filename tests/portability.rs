@@ -1,0 +1,67 @@
+//! Every assembled WGSL module validates under naga and translates to SPIR-V, MSL, HLSL and GLSL,
+//! so the Metal, DX12 and browser paths are exercised on a machine that runs only Vulkan and GL.
+
+use naga::back::{glsl, hlsl, msl, spv};
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use ninfer_wgpu::gpu::capability;
+use ninfer_wgpu::gpu::kernels::{assemble, KernelKey, Variant};
+
+fn translate(key: KernelKey) -> Result<(), String> {
+    let source = assemble(key).map_err(|e| e.to_string())?;
+    let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
+    let caps = match key.variant {
+        Variant::Workgroup => Capabilities::empty(),
+        Variant::Subgroup => Capabilities::SUBGROUP,
+    };
+    let mut validator = Validator::new(ValidationFlags::all(), caps);
+    if key.variant == Variant::Subgroup {
+        validator.subgroup_stages(naga::valid::ShaderStages::COMPUTE).subgroup_operations(naga::valid::SubgroupOperationSet::all());
+    }
+    let info = validator.validate(&module).map_err(|e| format!("validation: {}", e.emit_to_string(&source)))?;
+    let entry = key.entry_point().to_string();
+
+    let mut spv_options = spv::Options::default();
+    if key.variant == Variant::Subgroup {
+        spv_options.lang_version = (1, 3);
+    }
+    spv::write_vec(&module, &info, &spv_options, None).map_err(|e| format!("SPIR-V: {e}"))?;
+
+    let msl_options = msl::Options { lang_version: (2, 4), ..Default::default() };
+    let msl_pipeline = msl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry.clone())), ..Default::default() };
+    msl::write_string(&module, &info, &msl_options, &msl_pipeline).map_err(|e| format!("MSL: {e}"))?;
+
+    let hlsl_options = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
+    let hlsl_pipeline = hlsl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry.clone())) };
+    let mut hlsl_out = String::new();
+    hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline).write(&module, &info, None).map_err(|e| format!("HLSL: {e}"))?;
+
+    if key.variant == Variant::Workgroup {
+        // GLSL ES 3.10 is the GL/GLES compute baseline; it has no subgroup operations.
+        let glsl_options = glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
+        let glsl_pipeline = glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
+        let mut glsl_out = String::new();
+        glsl::Writer::new(&mut glsl_out, &module, &info, &glsl_options, &glsl_pipeline, naga::proc::BoundsCheckPolicies::default())
+            .and_then(|mut w| w.write())
+            .map_err(|e| format!("GLSL: {e}"))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn every_kernel_validates_and_translates_to_every_backend_language() {
+    let keys = capability::kernel_keys();
+    assert!(keys.len() >= 12 * 2, "every native format has at least dequant and matvec ({} keys)", keys.len());
+    let failures: Vec<String> = keys.iter().filter_map(|&k| translate(k).err().map(|e| format!("{}: {e}", k.label()))).collect();
+    assert!(failures.is_empty(), "{} of {} kernels failed:\n{}", failures.len(), keys.len(), failures.join("\n"));
+}
+
+#[test]
+fn probes_validate_too() {
+    use ninfer_wgpu::gpu::kernels::probe_sources;
+    for (name, source, caps) in probe_sources() {
+        let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
+        let mut v = Validator::new(ValidationFlags::all(), if caps { Capabilities::SUBGROUP } else { Capabilities::empty() });
+        v.subgroup_stages(naga::valid::ShaderStages::COMPUTE).subgroup_operations(naga::valid::SubgroupOperationSet::all());
+        v.validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
+    }
+}
