@@ -42,6 +42,9 @@ pub struct CaseResult {
     pub max_error: f64,
     /// Relative L2 error over the output (matvec).
     pub rel_l2: f64,
+    /// `Σ (y - y_ref)^2` and `Σ y_ref^2`, for the relative L2 check over several cases.
+    #[serde(skip)]
+    pub l2_parts: (f64, f64),
     pub detail: String,
 }
 
@@ -62,7 +65,7 @@ pub fn shapes(format: Format, tier: Tier) -> Vec<Vec<usize>> {
 /// The divisors used for an nvfp4 shape: one per 128 rows up to three, to cover stacking.
 fn divisors(format: Format, shape: &[usize]) -> usize {
     match (format, shape) {
-        (Format::Nvfp4, [n, _]) => (n / 128).clamp(1, 3),
+        (Format::Nvfp4, [n, _]) => [3, 2, 1].into_iter().find(|d| n % (128 * d) == 0).unwrap_or(1),
         _ => 1,
     }
 }
@@ -121,33 +124,53 @@ fn judge_dequant(format: Format, flushes: bool, expect: &[u32], got: &[u32]) -> 
     }
 }
 
-fn judge_matvec(format: Format, k: usize, reference: &oracle::MatvecReference, got: &[f32]) -> (Verdict, f64, f64, String) {
+/// Outputs below which one case's relative L2 error is not judged alone: with a handful of
+/// outputs a single cancelling sum (|y| far below Σ|W x|) dominates it, which says nothing about
+/// bias. Such cases are judged together per (format, op, variant) in [`run`].
+pub const L2_MIN_OUTPUTS: usize = 64;
+/// criteria.md's relative L2 bound for A32.
+pub const A32_REL_L2: f64 = 1e-5;
+
+fn judge_matvec(format: Format, k: usize, reference: &oracle::MatvecReference, got: &[f32]) -> (Verdict, f64, (f64, f64), String) {
     let gamma = (k as f64 + 2.0) * 2f64.powi(-24);
+    // The relative bound assumes no underflow. IEEE-754's model with gradual underflow,
+    // fl(a op b) = (a op b)(1 + d) + e with |e| <= 2^-150, adds at most 2^-150 per operation:
+    // (K + 2) of them per output. It matters only for outputs near the subnormal range (an fp8
+    // row whose bf16 multiplier is subnormal), and is below 1e-38 for every K here.
+    let underflow = (k as f64 + 2.0) * 2f64.powi(-150);
     // nvfp4's division adds at most 3 ULP of each product, i.e. 3 * 2^-23 relative.
     let dequant = dequant_bound_ulps(format).map(|u| u * 2f64.powi(-23)).unwrap_or(0.0);
     let (mut worst, mut num, mut den) = (0f64, 0f64, 0f64);
     for (n, (&y, (&yr, &abs))) in got.iter().zip(reference.y.iter().zip(&reference.abs)).enumerate() {
         if y.to_bits() == POISON {
-            return (Verdict::Fail, f64::INFINITY, f64::INFINITY, format!("output {n} was never written"));
+            return (Verdict::Fail, f64::INFINITY, (f64::INFINITY, 1.0), format!("output {n} was never written"));
         }
         if !y.is_finite() {
-            return (Verdict::Fail, f64::INFINITY, f64::INFINITY, format!("output {n} is {y}"));
+            return (Verdict::Fail, f64::INFINITY, (f64::INFINITY, 1.0), format!("output {n} is {y}"));
         }
         let err = (y as f64 - yr).abs();
-        let bound = (gamma + dequant) * abs;
+        let bound = (gamma + dequant) * abs + underflow;
         num += err * err;
         den += yr * yr;
         let ratio = if bound > 0.0 { err / bound } else if err == 0.0 { 0.0 } else { f64::INFINITY };
         worst = worst.max(ratio);
         if ratio > 1.0 {
-            return (Verdict::Fail, ratio, f64::NAN, format!("output {n}: |{y:e} - {yr:e}| = {err:e} > bound {bound:e}"));
+            return (Verdict::Fail, ratio, (num, den), format!("output {n}: |{y:e} - {yr:e}| = {err:e} > bound {bound:e}"));
         }
     }
-    let rel = if den > 0.0 { (num / den).sqrt() } else { num.sqrt() };
-    if rel > 1e-5 {
-        return (Verdict::Fail, worst, rel, format!("relative L2 error {rel:e} > 1e-5"));
+    let rel = rel_l2((num, den));
+    if got.len() >= L2_MIN_OUTPUTS && rel > A32_REL_L2 {
+        return (Verdict::Fail, worst, (num, den), format!("relative L2 error {rel:e} > {A32_REL_L2:e}"));
     }
-    (Verdict::Pass, worst, rel, String::new())
+    (Verdict::Pass, worst, (num, den), String::new())
+}
+
+fn rel_l2((num, den): (f64, f64)) -> f64 {
+    if den > 0.0 {
+        (num / den).sqrt()
+    } else {
+        num.sqrt()
+    }
 }
 
 fn oracle_words(t: &EncodedTensor) -> Result<Vec<u32>> {
@@ -176,6 +199,7 @@ pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[us
         verdict: Verdict::Fail,
         max_error: 0.0,
         rel_l2: 0.0,
+        l2_parts: (0.0, 0.0),
         detail: String::new(),
     };
     match op {
@@ -192,7 +216,8 @@ pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[us
             let x = random_activation(k, rng);
             let reference = oracle::matvec(&tensor, &x)?;
             let got = gpu.matvec_with(&uploaded, &x, variant)?;
-            (result.verdict, result.max_error, result.rel_l2, result.detail) = judge_matvec(format, k, &reference, &got);
+            (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matvec(format, k, &reference, &got);
+            result.rel_l2 = rel_l2(result.l2_parts);
         }
     }
     Ok(result)
@@ -223,13 +248,31 @@ pub fn run(gpu: &Gpu, formats: &[Format], seed: u64, tier: Tier, mut progress: i
                         verdict: Verdict::Fail,
                         max_error: f64::INFINITY,
                         rel_l2: f64::INFINITY,
+                        l2_parts: (f64::INFINITY, 1.0),
                         detail: e.to_string(),
                     });
                     progress(&r);
                     results.push(r);
                 }
+                if op == Op::Matvec {
+                    judge_l2_together(&mut results, format, variant);
+                }
             }
         }
     }
     results
+}
+
+/// The relative L2 check over all matvec outputs of one (format, variant): the small cases
+/// that were not judged alone are judged here, together with the rest.
+fn judge_l2_together(results: &mut [CaseResult], format: Format, variant: Variant) {
+    let group = |r: &CaseResult| r.format == format.name() && r.op == Op::Matvec.name() && r.variant == variant.name();
+    let parts = results.iter().filter(|r| group(r)).fold((0.0, 0.0), |(n, d), r| (n + r.l2_parts.0, d + r.l2_parts.1));
+    let rel = rel_l2(parts);
+    if rel > A32_REL_L2 {
+        for r in results.iter_mut().filter(|r| group(r) && r.verdict == Verdict::Pass) {
+            r.verdict = Verdict::Fail;
+            r.detail = format!("relative L2 error over all {} {} matvec outputs is {rel:e} > {A32_REL_L2:e}", format, variant.name());
+        }
+    }
 }

@@ -37,6 +37,8 @@ pub struct GpuOptions {
     pub max_binding: Option<u64>,
     /// Lowers `max_compute_workgroups_per_dimension` (tests use it to force 2-D dispatches).
     pub max_workgroups_per_dimension: Option<u32>,
+    /// Lowers `max_buffer_size` (tests use it to reach the refusal of oversized payloads).
+    pub max_buffer_size: Option<u64>,
 }
 
 /// One adapter as found by enumeration, before a device is opened.
@@ -134,6 +136,9 @@ impl Gpu {
         }
         if let Some(cap) = options.max_binding {
             limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
+        }
+        if let Some(cap) = options.max_buffer_size {
+            limits.max_buffer_size = limits.max_buffer_size.min(cap);
         }
         if let Some(cap) = options.max_workgroups_per_dimension {
             limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));

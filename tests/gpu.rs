@@ -1,0 +1,156 @@
+//! GPU conformance on every adapter this machine offers, windowed bindings, 2-D dispatches and
+//! capability refusals. With `CI=true` a missing adapter fails instead of skipping; CI names
+//! the adapters it installs in `NINFER_WGPU_EXPECT` (comma-separated selectors).
+
+use ninfer_wgpu::conformance::{self, Tier, Verdict};
+use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Variant};
+use ninfer_wgpu::testgen::{random_activation, random_words, Rng, Words};
+use ninfer_wgpu::{Category, EncodedTensor, Error, Format, Layout, TensorDesc};
+
+fn ci() -> bool {
+    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
+}
+
+/// The selectors of the adapters to test: `NINFER_WGPU_EXPECT`, else one per backend found.
+fn selectors() -> Vec<String> {
+    if let Ok(list) = std::env::var("NINFER_WGPU_EXPECT") {
+        return list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    }
+    let mut backends: Vec<String> = gpu::adapters().into_iter().map(|a| a.platform.backend.to_lowercase()).collect();
+    backends.dedup();
+    backends
+}
+
+fn open(selector: &str, options: GpuOptions) -> Option<Gpu> {
+    match Gpu::open(&GpuOptions { adapter: Some(selector.to_string()), ..options }) {
+        Ok(gpu) => Some(gpu),
+        Err(e) if ci() => panic!("CI=true and adapter `{selector}` is missing: {e}"),
+        Err(e) => {
+            eprintln!("skipping adapter `{selector}`: {e}");
+            None
+        }
+    }
+}
+
+fn natives() -> Vec<Format> {
+    Format::ALL.into_iter().filter(|f| f.category() != Category::GgufBlock).collect()
+}
+
+#[test]
+fn conformance_on_every_adapter() {
+    let selectors = selectors();
+    if selectors.is_empty() {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        eprintln!("no GPU adapter: GPU conformance skipped");
+        return;
+    }
+    let mut failures = Vec::new();
+    for selector in selectors {
+        let Some(gpu) = open(&selector, GpuOptions::default()) else { continue };
+        let seed = Rng::seed_from_time();
+        println!("conformance on {} with seed {seed}", gpu.platform().summary());
+        let results = conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {});
+        for r in &results {
+            println!("  {:<20} {:<7} {:<9} {:<12} {:<16} {:?} max {:.3e} {}", r.format, r.op, r.variant, format!("{:?}", r.shape), r.criterion, r.verdict, r.max_error, r.detail);
+        }
+        let ran_subgroup = results.iter().any(|r| r.variant == "subgroup");
+        assert_eq!(ran_subgroup, gpu.platform().has_subgroups && gpu.platform().probes.subgroups_contiguous == Some(true), "subgroup variant runs exactly where supported");
+        assert!(results.len() >= 100, "{selector}: only {} cases ran", results.len());
+        failures.extend(results.into_iter().filter(|r| r.verdict == Verdict::Fail).map(|r| format!("{selector} seed {seed}: {} {} {} {:?}: {}", r.format, r.op, r.variant, r.shape, r.detail)));
+    }
+    assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
+}
+
+/// Tensors larger than a 1 MiB binding, for the windowing test.
+fn large_cases() -> Vec<(Format, Vec<usize>, usize)> {
+    vec![
+        (Format::Q4G64Fp16, vec![600, 4096], 1),
+        (Format::Q6G64Fp16, vec![400, 4100], 1),
+        (Format::Q2G64Fp16, vec![1100, 4096], 1),
+        (Format::Nvfp4, vec![2048, 1024], 2),
+        (Format::Fp8E4m3fnRowBf16, vec![300, 4001], 1),
+        (Format::Fp8E4m3fnRowFp16, vec![300, 4001], 1),
+        (Format::Bf16, vec![300, 2001], 1),
+    ]
+}
+
+#[test]
+fn windowed_bindings_and_2d_dispatches_give_identical_results() {
+    let Some(selector) = selectors().into_iter().next() else {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return;
+    };
+    let Some(full) = open(&selector, GpuOptions::default()) else { return };
+    let small = GpuOptions { max_binding: Some(1 << 20), max_workgroups_per_dimension: Some(8), ..Default::default() };
+    let Some(tight) = open(&selector, small) else { return };
+    assert_eq!(tight.max_binding(), 1 << 20);
+    let seed = Rng::seed_from_time();
+    println!("windowing seed {seed}");
+    let mut rng = Rng::new(seed);
+    for (format, shape, divisors) in large_cases() {
+        let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
+        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+        assert!(t.payload().len() > 1 << 20, "{format}: the payload must exceed one binding");
+        let (a, b) = (full.upload(&t).unwrap(), tight.upload(&t).unwrap());
+        let plan = tight.prepare(&b, Op::Dequant, Variant::Workgroup, None).unwrap();
+        assert!(plan.passes() > 1, "{format}: {} pass(es) under a 1 MiB binding", plan.passes());
+        assert_eq!(full.dequant(&a).unwrap(), tight.dequant(&b).unwrap(), "{format}: windowed dequant differs");
+        let x = random_activation(shape[1], &mut rng);
+        for variant in [Variant::Workgroup, Variant::Subgroup] {
+            let (ya, yb) = match (full.matvec_with(&a, &x, variant), tight.matvec_with(&b, &x, variant)) {
+                (Ok(ya), Ok(yb)) => (ya, yb),
+                (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if variant == Variant::Subgroup => continue,
+                (ra, rb) => panic!("{format} {variant:?}: {ra:?} / {rb:?}"),
+            };
+            // Same kernel, same per-row reduction order: windows change only where rows are read.
+            assert_eq!(ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{format} {variant:?}: windowed matvec differs");
+        }
+        let case = conformance::run_case(&tight, format, Op::Matvec, Variant::Workgroup, &shape, &mut rng).unwrap();
+        assert_eq!(case.verdict, Verdict::Pass, "{format} windowed matvec vs oracle: {}", case.detail);
+    }
+}
+
+#[test]
+fn unsupported_combinations_are_errors_not_panics() {
+    let Some(selector) = selectors().into_iter().next() else {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return;
+    };
+    let Some(gpu) = open(&selector, GpuOptions { max_buffer_size: Some(1 << 16), ..Default::default() }) else { return };
+    let mut rng = Rng::new(1);
+    let int = EncodedTensor::encode(&random_words(Format::Int32, &[2, 3], 1, &mut rng, Words::All).unwrap(), Layout::ContiguousLeV1).unwrap();
+    let up = gpu.upload(&int).unwrap();
+    assert!(matches!(gpu.matvec(&up, &[0.0; 3]), Err(Error::Unsupported(m)) if m.contains("int32 has no matvec")));
+
+    let gguf = EncodedTensor::new(TensorDesc::new(Format::GgufQ4_0, Layout::GgufBlocksV1, &[1, 32]), vec![0u8; 18]).unwrap();
+    assert!(matches!(gpu.upload(&gguf), Err(Error::Unsupported(m)) if m.contains("not yet implemented")));
+
+    let q4 = EncodedTensor::encode(&random_words(Format::Q4G64Fp16, &[2, 64], 1, &mut rng, Words::Finite).unwrap(), Layout::RowSplitK128V1).unwrap();
+    let up = gpu.upload(&q4).unwrap();
+    assert!(matches!(gpu.matvec(&up, &[0.0; 63]), Err(Error::Shape { .. })), "x of the wrong length");
+
+    let bf = EncodedTensor::encode(&random_words(Format::Bf16, &[2, 2, 2], 1, &mut rng, Words::Finite).unwrap(), Layout::ContiguousLeV1).unwrap();
+    let up = gpu.upload(&bf).unwrap();
+    assert!(matches!(gpu.matvec(&up, &[0.0; 2]), Err(Error::Unsupported(m)) if m.contains("rank-2")));
+
+    let big = EncodedTensor::encode(&random_words(Format::Fp32, &[100, 200], 1, &mut rng, Words::Finite).unwrap(), Layout::ContiguousLeV1).unwrap();
+    match gpu.upload(&big) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("80000") && m.contains("65536"), "names both sizes: {m}"),
+        other => panic!("oversized payload: {:?}", other.err()),
+    }
+
+    if !gpu.platform().has_subgroups {
+        assert!(matches!(gpu.matvec_with(&gpu.upload(&q4).unwrap(), &[0.0; 64], Variant::Subgroup), Err(Error::Unsupported(m)) if m.contains("SUBGROUP")));
+    }
+}
+
+#[test]
+fn adapter_selection_names_what_is_available() {
+    if gpu::adapters().is_empty() {
+        return;
+    }
+    match Gpu::open(&GpuOptions { adapter: Some("no-such-adapter-xyz".into()), ..Default::default() }) {
+        Err(Error::Gpu(m)) => assert!(m.contains("no adapter matches") && m.contains("available"), "{m}"),
+        other => panic!("expected a selection error, got {:?}", other.err()),
+    }
+}
