@@ -1,1 +1,257 @@
-fn main(){}
+//! The ninfer-wgpu command line: devices, capabilities, conformance and benchmarks on the
+//! user's own GPU. Spellings are fixed so scripts can rely on them.
+
+use clap::{Parser, Subcommand};
+use ninfer_wgpu::bench::{self, BenchRow, Timing};
+use ninfer_wgpu::conformance::{self, Tier, Verdict};
+use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op};
+use ninfer_wgpu::testgen::Rng;
+use ninfer_wgpu::{Category, Error, Format};
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ninfer-wgpu", version, about = "NInfer's weight formats on any GPU: exact dequant, fast matvec, conformance against the oracle")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the adapters and their platform facts.
+    Devices {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the capability table for an adapter.
+    Capabilities {
+        /// Backend (vulkan, gl, metal, dx12) or a substring of the adapter name (llvmpipe, …).
+        #[arg(long)]
+        adapter: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every format × op against the oracle on fresh random words; non-zero exit on failure.
+    Conformance {
+        #[arg(long)]
+        adapter: Option<String>,
+        /// Comma-separated canonical format names (default: every format with a kernel).
+        #[arg(long, value_delimiter = ',')]
+        formats: Vec<String>,
+        /// Random seed (default: from the clock; always printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Add the large shapes (K >= 14336, N >= 4096).
+        #[arg(long)]
+        slow: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Time matvec and dequant per format; report GB/s of encoded bytes and the ratio to the
+    /// adapter's buffer-copy bandwidth.
+    Bench {
+        #[arg(long)]
+        adapter: Option<String>,
+        #[arg(long, value_delimiter = ',')]
+        formats: Vec<String>,
+        /// NxK (default: 4096x4096 and 14336x4096).
+        #[arg(long)]
+        shape: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the format registry.
+    Formats {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_formats(names: &[String]) -> Result<Vec<Format>, Error> {
+    if names.is_empty() {
+        return Ok(Format::ALL.into_iter().filter(|f| f.category() != Category::GgufBlock).collect());
+    }
+    names.iter().map(|n| n.parse()).collect()
+}
+
+fn parse_shape(s: &str) -> Result<(usize, usize), Error> {
+    let bad = || Error::Shape { layout: "bench", rule: "--shape is NxK with positive integers", detail: s.to_string() };
+    let (n, k) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (n, k) = (n.trim().parse::<usize>().map_err(|_| bad())?, k.trim().parse::<usize>().map_err(|_| bad())?);
+    if n == 0 || k == 0 {
+        return Err(bad());
+    }
+    Ok((n, k))
+}
+
+fn open(adapter: Option<String>) -> Result<Gpu, Error> {
+    Gpu::open(&GpuOptions { adapter, ..Default::default() })
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<(), Error> {
+    println!("{}", serde_json::to_string_pretty(value).map_err(|e| Error::Io(e.to_string()))?);
+    Ok(())
+}
+
+fn devices(as_json: bool) -> Result<bool, Error> {
+    let list = gpu::adapters();
+    if as_json {
+        json(&list.iter().map(|a| &a.platform).collect::<Vec<_>>())?;
+        return Ok(true);
+    }
+    if list.is_empty() {
+        println!("no adapters found");
+    }
+    for (i, a) in list.iter().enumerate() {
+        let p = &a.platform;
+        println!("[{i}] {}", p.summary());
+        println!("    vendor {:#06x} device {:#06x}; features: {}", p.vendor, p.device, if p.features.is_empty() { "none".to_string() } else { p.features.join(", ") });
+        println!(
+            "    max buffer {} B, max storage binding {} B, storage offset alignment {}, workgroups/dim {}, subgroup size {}..{}",
+            p.limits.max_buffer_size, p.limits.max_storage_buffer_binding_size, p.limits.min_storage_buffer_offset_alignment, p.limits.max_compute_workgroups_per_dimension, p.subgroup_min_size, p.subgroup_max_size
+        );
+    }
+    Ok(true)
+}
+
+fn capabilities(adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
+    let gpu = open(adapter)?;
+    let rows = capability::table(Some(gpu.platform()));
+    if as_json {
+        json(&serde_json::json!({ "platform": gpu.platform(), "rows": rows }))?;
+        return Ok(true);
+    }
+    println!("{}", gpu.platform().summary());
+    println!("probes: subnormal results flushed: {:?}; subgroups contiguous: {:?}", gpu.platform().probes.flushes_subnormal_results, gpu.platform().probes.subgroups_contiguous);
+    println!("{:<22} {:<26} {:<8} {:<10} status", "format", "layout", "op", "variant");
+    for r in rows {
+        let status = match r.status {
+            capability::Status::Supported => "supported".to_string(),
+            capability::Status::Unsupported(reason) => format!("unsupported: {reason}"),
+        };
+        println!("{:<22} {:<26} {:<8} {:<10} {status}", r.format, r.layout, r.op, r.variant);
+    }
+    Ok(true)
+}
+
+fn run_conformance(adapter: Option<String>, formats: &[String], seed: Option<u64>, slow: bool, as_json: bool) -> Result<bool, Error> {
+    let formats = parse_formats(formats)?;
+    let gpu = open(adapter)?;
+    let seed = seed.unwrap_or_else(Rng::seed_from_time);
+    let tier = if slow { Tier::Slow } else { Tier::Fast };
+    if !as_json {
+        println!("conformance on {}", gpu.platform().summary());
+        println!("seed {seed} (replay with --seed {seed})");
+        println!("{:<22} {:<8} {:<10} {:<14} {:<16} {:<18} {:>10}  detail", "format", "op", "variant", "shape", "criterion", "verdict", "max error");
+    }
+    let results = conformance::run(&gpu, &formats, seed, tier, |r| {
+        if !as_json {
+            println!("{:<22} {:<8} {:<10} {:<14} {:<16} {:<18} {:>10.3e}  {}", r.format, r.op, r.variant, format!("{:?}", r.shape), r.criterion, format!("{:?}", r.verdict), r.max_error, r.detail);
+        }
+    });
+    let failed = results.iter().filter(|r| r.verdict == Verdict::Fail).count();
+    let deviations = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).count();
+    let passed = results.len() - failed - deviations;
+    if as_json {
+        json(&serde_json::json!({ "platform": gpu.platform(), "seed": seed, "results": results, "passed": passed, "failed": failed, "platform_deviations": deviations }))?;
+    } else {
+        let skipped: Vec<String> = capability::table(Some(gpu.platform()))
+            .into_iter()
+            .filter(|r| formats.iter().any(|f| f.name() == r.format))
+            .filter_map(|r| match r.status {
+                capability::Status::Unsupported(reason) => Some(format!("  {} {} {}: {reason}", r.format, r.op, r.variant)),
+                capability::Status::Supported => None,
+            })
+            .collect();
+        if !skipped.is_empty() {
+            println!("not run (capability table):\n{}", skipped.join("\n"));
+        }
+        println!("{passed} passed, {failed} failed, {deviations} platform deviations (seed {seed})");
+    }
+    Ok(failed == 0)
+}
+
+fn run_bench(adapter: Option<String>, formats: &[String], shape: Option<String>, as_json: bool) -> Result<bool, Error> {
+    let formats = parse_formats(formats)?;
+    let shapes = match shape {
+        Some(s) => vec![parse_shape(&s)?],
+        None => vec![(4096, 4096), (14336, 4096)],
+    };
+    let gpu = open(adapter)?;
+    let timing = Timing::default();
+    eprint!("measuring buffer-copy bandwidth…");
+    let copy = bench::copy_bandwidth(&gpu, 256 << 20, timing)? / 1e9;
+    eprintln!(" {copy:.2} GB/s");
+    let mut rng = Rng::new(Rng::seed_from_time());
+    let mut cases: Vec<(Format, Op, (usize, usize))> = Vec::new();
+    for &f in &formats {
+        for op in Op::ALL {
+            cases.extend(shapes.iter().map(|&s| (f, op, s)));
+        }
+    }
+    let mut rows: Vec<BenchRow> = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, &(format, op, (n, k))) in cases.iter().enumerate() {
+        eprint!("\r\x1b[2K[{}/{}] {format} {} {n}x{k}", i + 1, cases.len(), op.name());
+        let _ = std::io::stderr().flush();
+        match bench::bench_case(&gpu, format, op, n, k, copy, timing, &mut rng) {
+            Ok(r) => rows.push(r),
+            Err(e) => skipped.push(format!("{format} {} {n}x{k}: {e}", op.name())),
+        }
+    }
+    eprintln!("\r\x1b[2Kdone");
+    if as_json {
+        json(&serde_json::json!({ "platform": gpu.platform(), "copy_gb_per_s": copy, "rows": rows, "skipped": skipped }))?;
+        return Ok(true);
+    }
+    println!("bench on {}", gpu.platform().summary());
+    println!("buffer-copy bandwidth: {copy:.2} GB/s (256 MiB copy, median)");
+    println!("{:<22} {:<8} {:<10} {:>12} {:>12} {:>10} {:>9} {:>8}", "format", "op", "variant", "NxK", "bytes", "median ms", "GB/s", "vs copy");
+    for r in &rows {
+        println!("{:<22} {:<8} {:<10} {:>12} {:>12} {:>10.3} {:>9.2} {:>7.1}%", r.format, r.op, r.variant, format!("{}x{}", r.n, r.k), r.encoded_bytes, r.median_ms, r.gb_per_s, 100.0 * r.copy_ratio);
+    }
+    for s in skipped {
+        println!("skipped: {s}");
+    }
+    Ok(true)
+}
+
+fn formats(as_json: bool) -> Result<bool, Error> {
+    let rows: Vec<serde_json::Value> = Format::ALL
+        .into_iter()
+        .map(|f| {
+            let s = f.spec();
+            serde_json::json!({ "name": s.name, "category": format!("{:?}", s.category), "code_bits": s.code_bits, "geometry": format!("{:?}", s.geometry), "ggml_type": s.ggml_type, "bits_per_weight": f.bits_per_weight(), "layouts": s.layouts.iter().map(|l| l.name()).collect::<Vec<_>>() })
+        })
+        .collect();
+    if as_json {
+        json(&rows)?;
+        return Ok(true);
+    }
+    println!("{:<22} {:<18} {:>8} {:>6}  {:<26} geometry", "format", "category", "bits/w", "ggml", "layout");
+    for f in Format::ALL {
+        let s = f.spec();
+        println!("{:<22} {:<18} {:>8.4} {:>6}  {:<26} {:?}", s.name, format!("{:?}", s.category), f.bits_per_weight(), s.ggml_type.map(|t| t.to_string()).unwrap_or_default(), s.layouts[0].name(), s.geometry);
+    }
+    Ok(true)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Devices { json } => devices(json),
+        Command::Capabilities { adapter, json } => capabilities(adapter, json),
+        Command::Conformance { adapter, formats, seed, slow, json } => run_conformance(adapter, &formats, seed, slow, json),
+        Command::Bench { adapter, formats, shape, json } => run_bench(adapter, &formats, shape, json),
+        Command::Formats { json } => formats(json),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Benchmarks on one adapter: median kernel time, effective bandwidth in encoded bytes read per
+//! second, and the ratio to the same adapter's buffer-copy bandwidth measured in the same run.
+
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::gpu::capability::{self, Status};
+use crate::gpu::{Gpu, Op};
+use crate::tensor::EncodedTensor;
+use crate::testgen::{random_activation, random_words, Rng, Words};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// Timing policy: a few warm-up runs, then runs until both counts and time are reached.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub warmup: usize,
+    pub min_runs: usize,
+    pub min_time: Duration,
+    pub max_runs: usize,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing { warmup: 2, min_runs: 5, min_time: Duration::from_millis(500), max_runs: 200 }
+    }
+}
+
+/// Median wall time of `f`, each run waited for.
+pub fn median_time(timing: Timing, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+    for _ in 0..timing.warmup {
+        f()?;
+    }
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < timing.max_runs && (times.len() < timing.min_runs || start.elapsed() < timing.min_time) {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
+/// Bytes per second of a buffer-to-buffer copy of `bytes` bytes (each byte read once).
+pub fn copy_bandwidth(gpu: &Gpu, bytes: u64, timing: Timing) -> Result<f64> {
+    let bytes = bytes.min(gpu.platform().limits.max_buffer_size) / 4 * 4;
+    let make = |label| {
+        gpu.device().create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes, usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
+    };
+    let (src, dst) = (make("copy source"), make("copy destination"));
+    let t = median_time(timing, || {
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes);
+        gpu.queue().submit([encoder.finish()]);
+        gpu.wait()
+    })?;
+    Ok(bytes as f64 / t.as_secs_f64())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    pub format: &'static str,
+    pub op: &'static str,
+    pub variant: &'static str,
+    pub n: usize,
+    pub k: usize,
+    pub encoded_bytes: u64,
+    pub median_ms: f64,
+    pub gb_per_s: f64,
+    /// Effective bandwidth over the adapter's copy bandwidth.
+    pub copy_ratio: f64,
+    pub passes: usize,
+}
+
+/// Times one (format, op) at [n, k] with the fastest supported variant.
+pub fn bench_case(gpu: &Gpu, format: Format, op: Op, n: usize, k: usize, copy_gbs: f64, timing: Timing, rng: &mut Rng) -> Result<BenchRow> {
+    let layout = format.spec().layouts[0];
+    if let Status::Unsupported(reason) = capability::status(format, layout, op, crate::gpu::Variant::Workgroup, Some(gpu.platform())) {
+        return Err(Error::Unsupported(reason));
+    }
+    let words = random_words(format, &[n, k], 1, rng, Words::Finite)?;
+    let tensor = EncodedTensor::encode(&words, layout)?;
+    let uploaded = gpu.upload(&tensor)?;
+    let variant = capability::best_variant(format, op, gpu.platform());
+    let x = random_activation(k, rng);
+    let prepared = gpu.prepare(&uploaded, op, variant, (op == Op::Matvec).then_some(&x[..]))?;
+    let t = median_time(timing, || prepared.run(gpu))?;
+    let bytes = uploaded.payload_bytes();
+    let gbs = bytes as f64 / t.as_secs_f64() / 1e9;
+    Ok(BenchRow {
+        format: format.name(),
+        op: op.name(),
+        variant: variant.name(),
+        n,
+        k,
+        encoded_bytes: bytes,
+        median_ms: t.as_secs_f64() * 1e3,
+        gb_per_s: gbs,
+        copy_ratio: gbs / copy_gbs,
+        passes: prepared.passes(),
+    })
+}
