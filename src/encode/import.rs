@@ -1,0 +1,88 @@
+//! import_encoded: copies already-encoded words without requantizing or canonicalizing them,
+//! then validates them as the target format. A refusal names the rule the source broke.
+
+use super::{Encoded, Provenance};
+use crate::error::{Error, Result};
+use crate::format::{Format, Geometry};
+use crate::layout::{Layout, PayloadGeometry};
+use crate::tensor::{EncodedTensor, TensorDesc};
+use crate::words::{Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
+
+fn provenance(source: &'static str) -> Provenance {
+    Provenance::new("import_encoded").with("source", source)
+}
+
+/// T2 ternary codes (signed, in [-1, 1]) and one binary16 scale per 128 columns.
+pub fn t2(n: usize, k: usize, codes: &[i8], scales: &[u16]) -> Result<Encoded> {
+    let words = GroupedWords { format: Format::T2G128Fp16, n, k, codes: codes.to_vec(), scales: scales.to_vec() };
+    let tensor = EncodedTensor::encode(&LogicalWords::Grouped(words), Layout::RowSplitK128V1)?;
+    Ok(Encoded { tensor, provenance: provenance("ternary codes and scales") })
+}
+
+/// Copies GGUF blocks `[d: binary16][codes: block_values * bits / 8 bytes]` into row_split
+/// records: the block's code bytes become the group's base record, `d` its scale word; physical
+/// padding groups get canonical contents. The result is validated as `format`.
+fn from_gguf_blocks(format: Format, source: Format, n: usize, k: usize, blocks: &[u8]) -> Result<EncodedTensor<'static>> {
+    let Geometry::Block { values, bytes: block_bytes } = source.spec().geometry else {
+        return Err(Error::Unsupported(format!("{source} is not a GGUF block format")));
+    };
+    let geometry = PayloadGeometry::new(format, Layout::RowSplitK128V1, &[n, k], 1)?;
+    let PayloadGeometry::RowSplit(g) = &geometry else {
+        return Err(Error::Unsupported(format!("{format} is not a row_split_k128_v1 format")));
+    };
+    if k % values != 0 || g.spec.group != values || g.spec.base_bytes != block_bytes - 2 {
+        return Err(Error::Shape { layout: Layout::GgufBlocksV1.name(), rule: "K % block_values == 0 and blocks match the target's groups", detail: format!("{source} into {format} with K = {k}") });
+    }
+    let per_row = k / values;
+    let expected = n * per_row * block_bytes;
+    if blocks.len() != expected {
+        return Err(Error::PayloadSize { layout: Layout::GgufBlocksV1.name(), shape: vec![n, k], expected: expected as u64, actual: blocks.len() as u64 });
+    }
+    let mut payload = vec![0u8; g.bytes];
+    let padding_code = if format == Format::Q2G64Fp16 { 0x55 } else { 0x00 };
+    for row in 0..n {
+        for group in 0..g.gpr {
+            let rec = row * g.gpr + group;
+            let base = &mut payload[rec * g.spec.base_bytes..(rec + 1) * g.spec.base_bytes];
+            if group < per_row {
+                let block = &blocks[(row * per_row + group) * block_bytes..][..block_bytes];
+                base.copy_from_slice(&block[2..]);
+                payload[g.scale_offset + 2 * rec..][..2].copy_from_slice(&block[..2]);
+            } else {
+                base.fill(padding_code);
+            }
+        }
+    }
+    let tensor = EncodedTensor::new(TensorDesc::new(format, Layout::RowSplitK128V1, &[n, k]), payload)?;
+    tensor.validate()?;
+    Ok(tensor)
+}
+
+/// GGUF Q2_0 blocks (ggml type 42) into `q2_g64_fp16`: a byte copy of codes and scale words;
+/// every finite scale is kept (both zeros included), inf and NaN are refused. K % 64 == 0.
+pub fn q2_from_gguf_q2_0(n: usize, k: usize, blocks: &[u8]) -> Result<Encoded> {
+    let tensor = from_gguf_blocks(Format::Q2G64Fp16, Format::GgufQ2_0, n, k, blocks)?;
+    Ok(Encoded { tensor, provenance: provenance("gguf_q2_0 blocks") })
+}
+
+/// GGUF q8_0 blocks into `q8_g32_fp16`: refuses scale -0, code -128, nonzero codes under a zero
+/// scale and non-finite scales (the q8_g32_fp16 validity rules). K % 32 == 0.
+pub fn q8_from_gguf_q8_0(n: usize, k: usize, blocks: &[u8]) -> Result<Encoded> {
+    let tensor = from_gguf_blocks(Format::Q8G32Fp16, Format::GgufQ8_0, n, k, blocks)?;
+    Ok(Encoded { tensor, provenance: provenance("gguf_q8_0 blocks") })
+}
+
+/// NVFP4 E2M1 codes `[N, K]` (one per byte), E4M3FN scales `[N, K/16]` and the binary32 bits of
+/// each stacked source matrix's divisor, copied as they are.
+pub fn nvfp4(n: usize, k: usize, codes: &[u8], scales: &[u8], divisors: &[u32]) -> Result<Encoded> {
+    let words = Nvfp4Words { n, k, codes: codes.to_vec(), scales: scales.to_vec(), divisors: divisors.to_vec() };
+    let tensor = EncodedTensor::encode(&LogicalWords::Nvfp4(words), Layout::BlockScaleK16M128x4V1)?;
+    Ok(Encoded { tensor, provenance: provenance("nvfp4 codes, scales and divisors").with("divisors", divisors.len()) })
+}
+
+/// FP8 E4M3FN codes `[N, K]` and one multiplier word per row (bf16 or binary16, by `format`).
+pub fn fp8(format: Format, n: usize, k: usize, codes: &[u8], scales: &[u16]) -> Result<Encoded> {
+    let words = Fp8RowWords { format, n, k, codes: codes.to_vec(), scales: scales.to_vec() };
+    let tensor = EncodedTensor::encode(&LogicalWords::Fp8Row(words), format.spec().layouts[0])?;
+    Ok(Encoded { tensor, provenance: provenance("fp8 codes and row scales") })
+}
