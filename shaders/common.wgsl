@@ -116,6 +116,36 @@ fn e2m1_to_f32(c: u32) -> f32 {
     return select(v, -v, (c & 8u) != 0u);
 }
 
+// x * 2^e for any |e| <= 300 with one rounding at most (only when the result is subnormal).
+// WGSL's ldexp is indeterminate for e > 128 and may return zero for e <= -127, so the exponent
+// is applied in two halves, each well inside the range.
+fn scale_pow2(x: f32, e: i32) -> f32 {
+    let a = e / 2;
+    return ldexp(ldexp(x, a), e - a);
+}
+
+// A binary32 word as (significand in [1, 2), exponent), subnormals normalised — so dividing
+// by or multiplying with it never feeds a subnormal or an extreme value to f32 arithmetic.
+// The word must be finite and nonzero.
+fn split_f32(bits: u32) -> vec2<f32> {
+    let e = i32((bits >> 23u) & 0xffu);
+    var m = bits & 0x7fffffu;
+    var exp = e - 127;
+    if e == 0 {
+        let top = 31 - i32(countLeadingZeros(m));
+        exp = top - 149;
+        m = (m << u32(23 - top)) & 0x7fffffu;
+    }
+    return vec2<f32>(bitcast<f32>(0x3f800000u | m), f32(exp));
+}
+
+// p / d for a finite, nonzero binary32 divisor word: the division sees a divisor in [1, 2),
+// where WGSL promises 2.5 ULP, and the exponent is applied exactly.
+fn divide_by_word(p: f32, d_bits: u32) -> f32 {
+    let d = split_f32(d_bits);
+    return scale_pow2(p / d.x, -i32(d.y));
+}
+
 // Sign-extends the low `bits` bits of u.
 fn sign_extend(u: u32, bits: u32) -> i32 {
     return bitcast<i32>(u << (32u - bits)) >> (32u - bits);

@@ -70,14 +70,11 @@ fn divisors(format: Format, shape: &[usize]) -> usize {
     }
 }
 
-/// Units in the last place of `x` as binary32 (the spacing at |x|; 2^-149 at zero).
+/// Units in the last place of a finite binary32 `x`: 2^(exponent - 23), and 2^-149 for zero and
+/// subnormals (f32::MAX included: its ULP is 2^104).
 fn ulp(x: f32) -> f64 {
-    let a = x.abs();
-    if a == 0.0 || !a.is_finite() {
-        return 2f64.powi(-149);
-    }
-    let next = f32::from_bits(a.to_bits() + 1);
-    (next as f64) - (a as f64)
+    let exponent = ((x.to_bits() >> 23) & 0xFF) as i32;
+    2f64.powi(exponent.max(1) - 127 - 23)
 }
 
 /// Whether a format's dequant is exact (bit for bit) or bounded (nvfp4's division).
@@ -180,17 +177,8 @@ fn oracle_words(t: &EncodedTensor) -> Result<Vec<u32>> {
     })
 }
 
-/// Runs one (format, op, variant, shape) case.
-pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[usize], rng: &mut Rng) -> Result<CaseResult> {
-    let layout = format.spec().layouts[0];
-    let words = match op {
-        Op::Dequant => Words::All,
-        Op::Matvec => Words::Finite,
-    };
-    let logical = random_words(format, shape, divisors(format, shape), rng, words)?;
-    let tensor = EncodedTensor::encode(&logical, layout)?;
-    let uploaded = gpu.upload(&tensor)?;
-    let mut result = CaseResult {
+fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResult {
+    CaseResult {
         format: format.name(),
         op: op.name(),
         variant: variant.name(),
@@ -201,26 +189,48 @@ pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[us
         rel_l2: 0.0,
         l2_parts: (0.0, 0.0),
         detail: String::new(),
+    }
+}
+
+/// Dequantizes `tensor` on the GPU and judges it against the oracle (exact, or bounded for nvfp4).
+pub fn check_dequant(gpu: &Gpu, tensor: &EncodedTensor) -> Result<CaseResult> {
+    let format = tensor.format();
+    let mut result = blank(format, Op::Dequant, Variant::Workgroup, tensor.shape());
+    result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
+    let expect = oracle_words(tensor)?;
+    let got = gpu.dequant(&gpu.upload(tensor)?)?;
+    let flushes = gpu.platform().probes.flushes_subnormal_results == Some(true);
+    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes, &expect, &got);
+    Ok(result)
+}
+
+/// `y = W x` on the GPU with `variant`, judged by A32 against the f64 oracle.
+pub fn check_matvec(gpu: &Gpu, tensor: &EncodedTensor, x: &[f32], variant: Variant) -> Result<CaseResult> {
+    let format = tensor.format();
+    let mut result = blank(format, Op::Matvec, variant, tensor.shape());
+    result.criterion = "A32";
+    let reference = oracle::matvec(tensor, x)?;
+    let got = gpu.matvec_with(&gpu.upload(tensor)?, x, variant)?;
+    (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matvec(format, x.len(), &reference, &got);
+    result.rel_l2 = rel_l2(result.l2_parts);
+    Ok(result)
+}
+
+/// Runs one (format, op, variant, shape) case on fresh random words.
+pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[usize], rng: &mut Rng) -> Result<CaseResult> {
+    let words = match op {
+        Op::Dequant => Words::All,
+        Op::Matvec => Words::Finite,
     };
+    let logical = random_words(format, shape, divisors(format, shape), rng, words)?;
+    let tensor = EncodedTensor::encode(&logical, format.spec().layouts[0])?;
     match op {
-        Op::Dequant => {
-            result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
-            let expect = oracle_words(&tensor)?;
-            let got = gpu.dequant(&uploaded)?;
-            let flushes = gpu.platform().probes.flushes_subnormal_results == Some(true);
-            (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes, &expect, &got);
-        }
+        Op::Dequant => check_dequant(gpu, &tensor),
         Op::Matvec => {
-            result.criterion = "A32";
-            let k = *shape.last().unwrap_or(&1);
-            let x = random_activation(k, rng);
-            let reference = oracle::matvec(&tensor, &x)?;
-            let got = gpu.matvec_with(&uploaded, &x, variant)?;
-            (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matvec(format, k, &reference, &got);
-            result.rel_l2 = rel_l2(result.l2_parts);
+            let x = random_activation(*shape.last().unwrap_or(&1), rng);
+            check_matvec(gpu, &tensor, &x, variant)
         }
     }
-    Ok(result)
 }
 
 /// Every supported case for `formats` on this adapter. Unsupported rows are skipped (the
@@ -240,16 +250,12 @@ pub fn run(gpu: &Gpu, formats: &[Format], seed: u64, tier: Tier, mut progress: i
                         continue;
                     }
                     let r = run_case(gpu, format, op, variant, &shape, &mut rng).unwrap_or_else(|e| CaseResult {
-                        format: format.name(),
-                        op: op.name(),
-                        variant: variant.name(),
-                        shape: shape.clone(),
                         criterion: "error",
-                        verdict: Verdict::Fail,
                         max_error: f64::INFINITY,
                         rel_l2: f64::INFINITY,
                         l2_parts: (f64::INFINITY, 1.0),
                         detail: e.to_string(),
+                        ..blank(format, op, variant, &shape)
                     });
                     progress(&r);
                     results.push(r);

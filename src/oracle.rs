@@ -22,8 +22,9 @@ pub fn dequant(tensor: &EncodedTensor) -> Result<Dequantized> {
     dequant_words(&tensor.decode()?)
 }
 
-/// Reconstructs values from (already validated) logical words.
+/// Reconstructs values from logical words, after checking them (word counts and every rule).
 pub fn dequant_words(words: &LogicalWords) -> Result<Dequantized> {
+    words.validate()?;
     Ok(match words {
         LogicalWords::Direct(w) => direct(w)?,
         LogicalWords::Grouped(w) => Dequantized::F32(grouped(w)?),
@@ -112,8 +113,8 @@ pub fn matvec(tensor: &EncodedTensor, x: &[f32]) -> Result<MatvecReference> {
     Ok(matvec_f32(&w, n, k, x))
 }
 
-/// The f64 product of decoded weights, shared by every reference that has f32 weights.
-pub fn matvec_f32(w: &[f32], n: usize, k: usize, x: &[f32]) -> MatvecReference {
+/// The f64 product of `[n, k]` decoded weights (k > 0, checked by the caller's shape rules).
+fn matvec_f32(w: &[f32], n: usize, k: usize, x: &[f32]) -> MatvecReference {
     let mut y = Vec::with_capacity(n);
     let mut abs = Vec::with_capacity(n);
     for row in w.chunks_exact(k).take(n) {

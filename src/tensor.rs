@@ -39,9 +39,9 @@ impl TensorDesc {
         self.geometry().map(|g| g.bytes())
     }
 
-    /// Number of logical elements.
-    pub fn elements(&self) -> usize {
-        self.shape.iter().product()
+    /// Number of logical elements; `None` when the product overflows.
+    pub fn elements(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
     }
 }
 

@@ -119,12 +119,19 @@ fn grouped(format: Format, n: usize, k: usize, rng: &mut Rng, words: Words) -> R
     Ok(GroupedWords { format, n, k, codes, scales })
 }
 
-fn nvfp4(n: usize, k: usize, divisors: usize, rng: &mut Rng) -> Nvfp4Words {
+fn nvfp4(n: usize, k: usize, divisors: usize, rng: &mut Rng, words: Words) -> Nvfp4Words {
     let codes = (0..n * k).map(|_| rng.below(16) as u8).collect();
     // Any sign-zero finite E4M3FN word: 0x00..=0x7E.
     let scales = (0..n * (k / 16)).map(|_| rng.below(0x7F) as u8).collect();
-    const DIVISORS: [f32; 6] = [1.0, 3.0, 0.1, 2688.0, 1e-3, 7.5];
-    let divisors = (0..divisors).map(|_| DIVISORS[rng.below(DIVISORS.len() as u64) as usize].to_bits()).collect();
+    // Moderate divisors, and now and then the extremes a divisor may legally take: a binary32
+    // subnormal (2^-130) and 2^127.
+    const DIVISORS: [u32; 8] = [0x3F80_0000, 0x4040_0000, 0x3DCC_CCCD, 0x4528_0000, 0x3A83_126F, 0x40F0_0000, 0x0008_0000, 0x7F00_0000];
+    // Products need finite weights, which the extremes would overflow or flush.
+    let choices = match words {
+        Words::All => &DIVISORS[..],
+        Words::Finite => &DIVISORS[..6],
+    };
+    let divisors = (0..divisors).map(|_| choices[rng.below(choices.len() as u64) as usize]).collect();
     Nvfp4Words { n, k, codes, scales, divisors }
 }
 
@@ -170,7 +177,7 @@ pub fn random_words(format: Format, shape: &[usize], divisors: usize, rng: &mut 
         }
         Geometry::BlockScaled { .. } => {
             let (n, k) = matrix()?;
-            LogicalWords::Nvfp4(nvfp4(n, k, divisors, rng))
+            LogicalWords::Nvfp4(nvfp4(n, k, divisors, rng, words))
         }
         Geometry::RowScaled { scale } => {
             let (n, k) = matrix()?;

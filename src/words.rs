@@ -179,8 +179,8 @@ impl Nvfp4Words {
         let f = Format::Nvfp4;
         count("nvfp4 codes", self.n.saturating_mul(self.k), self.codes.len())?;
         count("nvfp4 scales", self.n.saturating_mul(self.k / 16), self.scales.len())?;
-        if self.divisors.is_empty() {
-            return Err(Error::Words("nvfp4 needs at least one divisor".into()));
+        if self.divisors.is_empty() || self.n % self.divisors.len() != 0 {
+            return Err(Error::Words(format!("nvfp4: {} divisors cannot split {} rows into equal sources", self.divisors.len(), self.n)));
         }
         if let Some(i) = self.codes.iter().position(|&c| c > 0xF) {
             return Err(invalid(f, "an E2M1 word has 4 bits", format!("code {i} is {:#x}", self.codes[i])));

@@ -154,3 +154,33 @@ fn adapter_selection_names_what_is_available() {
         other => panic!("expected a selection error, got {:?}", other.err()),
     }
 }
+
+#[test]
+fn extreme_legal_words_stay_exact_or_bounded() {
+    use ninfer_wgpu::{Fp8RowWords, LogicalWords, Nvfp4Words};
+    let Some(selector) = selectors().into_iter().next() else {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return;
+    };
+    let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
+    // nvfp4 divisors at the edges of binary32: a subnormal (2^-130) and 2^127, where WGSL's
+    // division accuracy guarantee no longer holds for a plain `p / d`.
+    for d in [0x0008_0000u32, 0x7F00_0000, 0x0000_0001, 0x7F7F_FFFF] {
+        let mut rng = Rng::new(d as u64);
+        let codes = (0..128 * 64).map(|_| rng.below(16) as u8).collect();
+        let scales = (0..128 * 4).map(|_| rng.below(0x7F) as u8).collect();
+        let t = EncodedTensor::encode(&LogicalWords::Nvfp4(Nvfp4Words { n: 128, k: 64, codes, scales, divisors: vec![d] }), Layout::BlockScaleK16M128x4V1).unwrap();
+        let r = conformance::check_dequant(&gpu, &t).unwrap();
+        assert_ne!(r.verdict, Verdict::Fail, "nvfp4 divisor {d:#010x}: {}", r.detail);
+    }
+    // An fp8 row whose bf16 multiplier is the smallest subnormal: the product is a normal f32.
+    let t = EncodedTensor::encode(&LogicalWords::Fp8Row(Fp8RowWords { format: Format::Fp8E4m3fnRowBf16, n: 1, k: 32, codes: vec![0x7E; 32], scales: vec![0x0001] }), Layout::RowScaleV1).unwrap();
+    for variant in [Variant::Workgroup, Variant::Subgroup] {
+        match conformance::check_matvec(&gpu, &t, &[1.0; 32], variant) {
+            Ok(r) => assert_eq!(r.verdict, Verdict::Pass, "{variant:?}: {}", r.detail),
+            Err(Error::Unsupported(_)) if variant == Variant::Subgroup => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(conformance::check_dequant(&gpu, &t).unwrap().verdict, Verdict::Pass);
+}

@@ -4,8 +4,10 @@
 // aux0 = K / 64 (scale tiles per 128-row band), aux1 = N / divisors (rows per source matrix).
 //
 // Weight = (e2m1 * e4m3) / d_w: the product of the two minifloats is exact (at most 6
-// significant bits, never subnormal), and the division is the one rounding — WGSL gives f32
-// division 2.5 ULP, which is why nvfp4 dequant is judged by the bounded criterion.
+// significant bits, never subnormal), and the division is the one rounding. Any finite positive
+// d_w is legal, subnormal or near 2^128, but WGSL promises 2.5 ULP only for divisors in
+// [2^-126, 2^126]: divide_by_word divides by d_w's significand and applies its exponent exactly.
+// That 2.5 ULP is why nvfp4 dequant is judged by the bounded criterion.
 
 fn scale_at(row: u32, g: u32) -> f32 {
     let band = row / 128u;
@@ -14,8 +16,8 @@ fn scale_at(row: u32, g: u32) -> f32 {
     return e4m3fn_to_f32(p1_u8_at(P.off1 + tile * 512u + (ri % 32u) * 16u + (ri / 32u) * 4u + g % 4u));
 }
 
-fn divisor(row: u32) -> f32 {
-    return bitcast<f32>(plane2[(P.off2 / 4u) + (P.row0 + row) / P.aux1]);
+fn divisor_word(row: u32) -> u32 {
+    return plane2[(P.off2 / 4u) + (P.row0 + row) / P.aux1];
 }
 
 // Chunk c holds two 16-value groups, 2c and 2c + 1.
@@ -40,10 +42,11 @@ fn chunk_bits(row: u32, c: u32) -> ChunkBits {
     let v = chunk_values(row, c);
     let s0 = scale_at(row, 2u * c);
     let s1 = scale_at(row, 2u * c + 1u);
-    let d = divisor(row);
+    let d = divisor_word(row);
     var out: ChunkBits;
     for (var i = 0u; i < 8u; i++) {
-        out[i] = bitcast<vec4<u32>>((v[i] * select(s1, s0, i < 4u)) / d);
+        let p = v[i] * select(s1, s0, i < 4u);
+        out[i] = bitcast<vec4<u32>>(vec4<f32>(divide_by_word(p.x, d), divide_by_word(p.y, d), divide_by_word(p.z, d), divide_by_word(p.w, d)));
     }
     return out;
 }
@@ -61,5 +64,5 @@ fn chunk_dot(row: u32, c: u32) -> f32 {
 
 // The divisor is applied once per row, after the reduction.
 fn row_finish(row: u32, acc: f32) -> f32 {
-    return acc / divisor(row);
+    return divide_by_word(acc, divisor_word(row));
 }

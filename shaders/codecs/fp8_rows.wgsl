@@ -7,14 +7,6 @@
 // an 8- or 11-bit significand always fits binary32 (a bf16-subnormal multiplier can make it an
 // f32 subnormal, which an f32 multiply may flush), so the word is assembled, never computed.
 
-fn row_scale(row: u32) -> f32 {
-    let h = p1_u16_at(P.off1 + row * P.stride1);
-    if SCALE_BF16 {
-        return bf16_bits_to_f32(h);
-    }
-    return f16_bits_to_f32(h);
-}
-
 // Significand (integer) and exponent of an E4M3FN word: value = sig * 2^exp.
 fn e4m3_sig_exp(c: u32) -> vec2<i32> {
     let e = i32((c >> 3u) & 0xfu);
@@ -96,7 +88,10 @@ fn chunk_dot(row: u32, c: u32) -> f32 {
         }
         acc += v * x4(c, i);
     }
-    return (acc.x + acc.y + acc.z + acc.w) * row_scale(row);
+    // The multiplier as significand times 2^exp: a bf16-subnormal multiplier is an f32
+    // subnormal, which a platform may flush when fed to a multiply.
+    let s = scale_sig_exp(p1_u16_at(P.off1 + row * P.stride1));
+    return scale_pow2((acc.x + acc.y + acc.z + acc.w) * f32(s.x), s.y);
 }
 
 fn row_finish(row: u32, acc: f32) -> f32 {

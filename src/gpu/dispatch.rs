@@ -152,6 +152,9 @@ impl Prepared {
     pub(super) fn new(gpu: &Gpu, tensor: &GpuTensor, op: Op, variant: Variant, x: Option<&[f32]>) -> Result<Prepared> {
         let desc = tensor.desc();
         let v = view(tensor.geometry());
+        if op == Op::Dequant && x.is_some() {
+            return Err(Error::Unsupported("dequant takes no activation vector".into()));
+        }
         if op == Op::Matvec {
             if desc.shape.len() != 2 {
                 return Err(Error::Unsupported(format!("matvec needs a rank-2 [N, K] tensor, got shape {:?}", desc.shape)));
@@ -165,7 +168,9 @@ impl Prepared {
         let pipeline = gpu.pipeline(key)?;
         let limits = &gpu.platform().limits;
         let align = limits.min_storage_buffer_offset_alignment as u64;
-        let limit = gpu.max_binding();
+        // Kernels address bytes inside a binding with u32 arithmetic, so no window may reach
+        // 4 GiB even where an adapter (Metal) allows larger bindings.
+        let limit = gpu.max_binding().min(u32::MAX as u64 & !3);
         let buffer_len = tensor.buffer().size();
         let chunks = v.k.div_ceil(CHUNK as u64);
         let out_per_row = match op {
