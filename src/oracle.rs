@@ -30,6 +30,8 @@ pub fn dequant_words(words: &LogicalWords) -> Result<Dequantized> {
         LogicalWords::Grouped(w) => Dequantized::F32(grouped(w)?),
         LogicalWords::Nvfp4(w) => Dequantized::F32(nvfp4(w)),
         LogicalWords::Fp8Row(w) => Dequantized::F32(fp8_row(w)?),
+        // ggml's own dequantize_row_* arithmetic, in its order (src/gguf/).
+        LogicalWords::Blocks(w) => Dequantized::F32(crate::gguf::dequantize_blocks(w.format, &w.bytes)?),
     })
 }
 

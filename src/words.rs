@@ -15,6 +15,17 @@ pub enum LogicalWords {
     Grouped(GroupedWords),
     Nvfp4(Nvfp4Words),
     Fp8Row(Fp8RowWords),
+    Blocks(BlockWords),
+}
+
+/// gguf_* blocks `[N, K / block_values]`, ggml's bytes unchanged: their logical words are the
+/// blocks themselves (every byte pattern is a block; ggml defines its value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockWords {
+    pub format: Format,
+    pub n: usize,
+    pub k: usize,
+    pub bytes: Vec<u8>,
 }
 
 /// bf16, fp32 or int32 words in C order. bf16 words occupy the low 16 bits.
@@ -76,6 +87,7 @@ impl LogicalWords {
             LogicalWords::Grouped(w) => w.format,
             LogicalWords::Nvfp4(_) => Format::Nvfp4,
             LogicalWords::Fp8Row(w) => w.format,
+            LogicalWords::Blocks(w) => w.format,
         }
     }
 
@@ -86,6 +98,7 @@ impl LogicalWords {
             LogicalWords::Grouped(w) => vec![w.n, w.k],
             LogicalWords::Nvfp4(w) => vec![w.n, w.k],
             LogicalWords::Fp8Row(w) => vec![w.n, w.k],
+            LogicalWords::Blocks(w) => vec![w.n, w.k],
         }
     }
 
@@ -93,7 +106,7 @@ impl LogicalWords {
     pub fn divisors(&self) -> usize {
         match self {
             LogicalWords::Nvfp4(w) => w.divisors.len(),
-            LogicalWords::Direct(_) | LogicalWords::Grouped(_) | LogicalWords::Fp8Row(_) => 1,
+            LogicalWords::Direct(_) | LogicalWords::Grouped(_) | LogicalWords::Fp8Row(_) | LogicalWords::Blocks(_) => 1,
         }
     }
 
@@ -104,7 +117,20 @@ impl LogicalWords {
             LogicalWords::Grouped(w) => w.validate(),
             LogicalWords::Nvfp4(w) => w.validate(),
             LogicalWords::Fp8Row(w) => w.validate(),
+            LogicalWords::Blocks(w) => w.validate(),
         }
+    }
+}
+
+impl BlockWords {
+    pub fn validate(&self) -> Result<()> {
+        let Geometry::Block { values, bytes } = self.format.spec().geometry else {
+            return Err(Error::Words(format!("{} is not a GGUF block format", self.format)));
+        };
+        if self.k % values != 0 {
+            return Err(Error::Words(format!("{}: K = {} is not a multiple of {values}", self.format, self.k)));
+        }
+        count("gguf block bytes", self.n.saturating_mul(self.k / values).saturating_mul(bytes), self.bytes.len())
     }
 }
 

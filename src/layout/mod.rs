@@ -14,7 +14,7 @@ pub mod row_split;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::words::LogicalWords;
+use crate::words::{BlockWords, LogicalWords};
 use std::fmt;
 use std::str::FromStr;
 
@@ -174,6 +174,7 @@ impl PayloadGeometry {
             (PayloadGeometry::BlockScale(g), LogicalWords::Nvfp4(w)) => Ok(g.encode(w)),
             (PayloadGeometry::RowScale(g), LogicalWords::Fp8Row(w)) => Ok(g.encode(w)),
             (PayloadGeometry::RowInterleaved(g), LogicalWords::Fp8Row(w)) => Ok(g.encode(w)),
+            (PayloadGeometry::Gguf(_), LogicalWords::Blocks(w)) => Ok(w.bytes.clone()),
             _ => Err(mismatch()),
         }
     }
@@ -187,9 +188,7 @@ impl PayloadGeometry {
             PayloadGeometry::BlockScale(g) => LogicalWords::Nvfp4(g.decode(payload)),
             PayloadGeometry::RowScale(g) => LogicalWords::Fp8Row(g.decode(payload)),
             PayloadGeometry::RowInterleaved(g) => LogicalWords::Fp8Row(g.decode(payload)),
-            PayloadGeometry::Gguf(g) => {
-                return Err(Error::Unsupported(format!("{} blocks have no logical-word decoder yet (GGUF block decoding is not implemented)", g.format)))
-            }
+            PayloadGeometry::Gguf(g) => LogicalWords::Blocks(BlockWords { format: g.format, n: g.n, k: g.k, bytes: payload.to_vec() }),
         })
     }
 
@@ -257,8 +256,8 @@ pub fn decode(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> Re
 /// Checks size, words and padding without keeping the words.
 pub fn validate(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> Result<()> {
     if let PayloadGeometry::Gguf(_) = geometry {
-        // Any bytes are structurally valid gguf blocks of the right size; their values are
-        // ggml's to define (layouts.md names no word rule for gguf_blocks_v1).
+        // Any bytes of the right size are gguf blocks; their values are ggml's to define
+        // (layouts.md names no word rule for gguf_blocks_v1), so there is nothing to decode.
         return geometry.check_size(shape, payload);
     }
     decode(geometry, shape, payload).map(|_| ())

@@ -1,0 +1,57 @@
+//! ggml's 32- and 64-value blocks: q8_0, q4_0, q5_0, q2_0 and iq4_nl. Each value is one product
+//! of exactly representable factors, `d * q`, as in ggml's `dequantize_row_*`.
+
+use super::{f16_at, tables::KVALUES_IQ4NL};
+
+/// block_q8_0 { ggml_half d; int8_t qs[32]; }: `y = qs[j] * d`.
+pub fn q8_0(b: &[u8], y: &mut [f32]) {
+    let d = f16_at(b, 0);
+    for (j, out) in y.iter_mut().enumerate().take(32) {
+        *out = (b[2 + j] as i8) as f32 * d;
+    }
+}
+
+/// block_q4_0 { ggml_half d; uint8_t qs[16]; }: low nibbles are values 0..15, high nibbles
+/// 16..31; `y = ((nibble) - 8) * d`.
+pub fn q4_0(b: &[u8], y: &mut [f32]) {
+    let d = f16_at(b, 0);
+    for j in 0..16 {
+        let q = b[2 + j];
+        y[j] = ((q & 0x0F) as i32 - 8) as f32 * d;
+        y[j + 16] = ((q >> 4) as i32 - 8) as f32 * d;
+    }
+}
+
+/// block_q5_0 { ggml_half d; uint8_t qh[4]; uint8_t qs[16]; }: bit j of qh is value j's fifth
+/// bit (bit j + 16 for value j + 16); `y = (q - 16) * d`.
+pub fn q5_0(b: &[u8], y: &mut [f32]) {
+    let d = f16_at(b, 0);
+    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    for j in 0..16 {
+        let xh0 = ((qh >> j) << 4) & 0x10;
+        let xh1 = (qh >> (j + 12)) & 0x10;
+        let q = b[6 + j] as u32;
+        y[j] = (((q & 0x0F) | xh0) as i32 - 16) as f32 * d;
+        y[j + 16] = (((q >> 4) | xh1) as i32 - 16) as f32 * d;
+    }
+}
+
+/// gguf_q2_0 (ggml type 42, layouts.md): binary16 d, then 16 bytes of 2-bit codes, value j at
+/// `(qs[j/4] >> 2*(j%4)) & 3`; `y = d * (c - 1)`.
+pub fn q2_0(b: &[u8], y: &mut [f32]) {
+    let d = f16_at(b, 0);
+    for (j, out) in y.iter_mut().enumerate().take(64) {
+        let c = (b[2 + j / 4] >> (2 * (j % 4))) & 3;
+        *out = d * (c as i32 - 1) as f32;
+    }
+}
+
+/// block_iq4_nl { ggml_half d; uint8_t qs[16]; }: `y = d * kvalues_iq4nl[nibble]`.
+pub fn iq4_nl(b: &[u8], y: &mut [f32]) {
+    let d = f16_at(b, 0);
+    for j in 0..16 {
+        let q = b[2 + j];
+        y[j] = d * KVALUES_IQ4NL[(q & 0x0F) as usize] as f32;
+        y[j + 16] = d * KVALUES_IQ4NL[(q >> 4) as usize] as f32;
+    }
+}

@@ -1,0 +1,347 @@
+//! GGUF file reader (versions 2 and 3, little-endian): header, metadata of every value type,
+//! tensor infos, `general.alignment`, data offsets. Memory-mapped; a tensor of a registered type
+//! becomes an `EncodedTensor` borrowing the mapped bytes — no copy, no block decoding.
+//!
+//! Every count, length, offset and size is checked against the bytes actually present before
+//! anything is allocated, so a malformed file is an error, never a panic or a huge allocation.
+
+use crate::error::{Error, Result};
+use crate::format::{Category, Format};
+use crate::layout::Layout;
+use crate::tensor::{EncodedTensor, TensorDesc};
+use std::path::Path;
+
+const MAGIC: &[u8; 4] = b"GGUF";
+/// GGML_MAX_DIMS.
+const MAX_DIMS: u32 = 4;
+/// Default `general.alignment`.
+const DEFAULT_ALIGNMENT: u64 = 32;
+/// Arrays of arrays are legal; nesting deeper than this is refused.
+const MAX_NESTING: usize = 8;
+
+/// A metadata value of any GGUF type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    F32(f32),
+    Bool(bool),
+    String(String),
+    Array(Vec<Value>),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+}
+
+/// Where a tensor stands with the format registry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TensorKind {
+    /// A registered format: loadable as an `EncodedTensor`.
+    Registered { format: Format, layout: Layout, shape: Vec<usize> },
+    /// A ggml type the registry does not hold (f16, q4_1, …): listed, not loadable.
+    NotRegistered { type_name: &'static str },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorInfo {
+    pub name: String,
+    /// ggml's dimensions, innermost first.
+    pub dims: Vec<u64>,
+    pub ggml_type: u32,
+    /// Offset inside the data section.
+    pub offset: u64,
+    /// Byte size, where the type's block geometry is known.
+    pub bytes: Option<u64>,
+    pub kind: TensorKind,
+}
+
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// An open GGUF file.
+pub struct GgufFile {
+    bytes: Bytes,
+    pub version: u32,
+    pub metadata: Vec<(String, Value)>,
+    pub tensors: Vec<TensorInfo>,
+    pub alignment: u64,
+    pub data_offset: u64,
+}
+
+fn malformed(rule: &'static str, detail: String) -> Error {
+    Error::Io(format!("malformed GGUF: {rule}: {detail}"))
+}
+
+/// Adds where an error happened (a key or tensor name) without nesting its prefix again.
+fn context(e: Error, at: String) -> Error {
+    match e {
+        Error::Io(m) => Error::Io(format!("{m} ({at})")),
+        other => other,
+    }
+}
+
+/// A bounds-checked little-endian cursor.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8]> {
+        let left = (self.b.len() - self.at) as u64;
+        if n > left {
+            return Err(malformed("truncated", format!("{what} needs {n} bytes at offset {}, {left} remain", self.at)));
+        }
+        let s = &self.b[self.at..self.at + n as usize];
+        self.at += n as usize;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N as u64, what)?);
+        Ok(a)
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    fn remaining(&self) -> u64 {
+        (self.b.len() - self.at) as u64
+    }
+
+    fn string(&mut self, what: &str) -> Result<String> {
+        let len = self.u64(what)?;
+        let raw = self.take(len, what)?;
+        String::from_utf8(raw.to_vec()).map_err(|_| malformed("strings are UTF-8", format!("{what} at offset {}", self.at - raw.len())))
+    }
+
+    /// A count of items each at least `min_bytes` long: refused when the bytes cannot hold it.
+    fn count(&mut self, what: &str, min_bytes: u64) -> Result<u64> {
+        let n = self.u64(what)?;
+        if n.checked_mul(min_bytes).is_none_or(|need| need > self.remaining()) {
+            return Err(malformed("counts fit the file", format!("{what} = {n}, but only {} bytes remain", self.remaining())));
+        }
+        Ok(n)
+    }
+
+    fn value(&mut self, ty: u32, depth: usize) -> Result<Value> {
+        Ok(match ty {
+            0 => Value::U8(self.array::<1>("u8")?[0]),
+            1 => Value::I8(self.array::<1>("i8")?[0] as i8),
+            2 => Value::U16(u16::from_le_bytes(self.array("u16")?)),
+            3 => Value::I16(i16::from_le_bytes(self.array("i16")?)),
+            4 => Value::U32(self.u32("u32")?),
+            5 => Value::I32(i32::from_le_bytes(self.array("i32")?)),
+            6 => Value::F32(f32::from_le_bytes(self.array("f32")?)),
+            7 => match self.array::<1>("bool")?[0] {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => return Err(malformed("bools are 0 or 1", format!("found {b}"))),
+            },
+            8 => Value::String(self.string("string value")?),
+            9 => {
+                if depth >= MAX_NESTING {
+                    return Err(malformed("arrays nest at most 8 deep", String::new()));
+                }
+                let elem = self.u32("array element type")?;
+                let min = match elem {
+                    0 | 1 | 7 => 1,
+                    2 | 3 => 2,
+                    4 | 5 | 6 => 4,
+                    8 | 10 | 11 | 12 => 8,
+                    9 => 12,
+                    t => return Err(malformed("value types are 0..=12", format!("array element type {t}"))),
+                };
+                let n = self.count("array length", min)?;
+                let mut items = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    items.push(self.value(elem, depth + 1)?);
+                }
+                Value::Array(items)
+            }
+            10 => Value::U64(self.u64("u64")?),
+            11 => Value::I64(i64::from_le_bytes(self.array("i64")?)),
+            12 => Value::F64(f64::from_le_bytes(self.array("f64")?)),
+            t => return Err(malformed("value types are 0..=12", format!("type {t}"))),
+        })
+    }
+}
+
+/// ggml types the registry does not hold, with their (block values, block bytes) where known.
+fn unregistered(ggml_type: u32) -> (&'static str, Option<(u64, u64)>) {
+    match ggml_type {
+        1 => ("f16", Some((1, 2))),
+        3 => ("q4_1", Some((32, 20))),
+        7 => ("q5_1", Some((32, 24))),
+        9 => ("q8_1", Some((32, 36))),
+        15 => ("q8_k", Some((256, 292))),
+        24 => ("i8", Some((1, 1))),
+        25 => ("i16", Some((1, 2))),
+        27 => ("i64", Some((1, 8))),
+        28 => ("f64", Some((1, 8))),
+        34 => ("tq1_0", Some((256, 54))),
+        35 => ("tq2_0", Some((256, 66))),
+        39 => ("mxfp4", Some((32, 17))),
+        40 => ("nvfp4 (ggml's)", Some((64, 36))),
+        _ => ("unknown ggml type", None),
+    }
+}
+
+/// The registered format of a ggml type: gguf_* block formats, and ggml's plain f32, bf16 and
+/// i32 tensors, which are `contiguous_le_v1` words in C order once the dimensions are reversed.
+fn registered(ggml_type: u32) -> Option<Format> {
+    match ggml_type {
+        0 => Some(Format::Fp32),
+        26 => Some(Format::Int32),
+        30 => Some(Format::Bf16),
+        t => Format::from_ggml_type(t),
+    }
+}
+
+fn describe(ggml_type: u32, dims: &[u64]) -> Result<(TensorKind, Option<u64>)> {
+    let elements = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?;
+    let to_usize = |v: u64| usize::try_from(v).map_err(|_| malformed("tensor sizes fit the address space", format!("dims {dims:?}")));
+    match registered(ggml_type) {
+        Some(format) if format.category() == Category::GgufBlock => {
+            let k = dims.first().copied().unwrap_or(1);
+            let n = elements / k.max(1);
+            let shape = vec![to_usize(n)?, to_usize(k)?];
+            let bytes = TensorDesc::new(format, Layout::GgufBlocksV1, &shape).encoded_bytes().ok().map(|b| b as u64);
+            Ok((TensorKind::Registered { format, layout: Layout::GgufBlocksV1, shape }, bytes))
+        }
+        Some(format) => {
+            let shape = dims.iter().rev().map(|&d| to_usize(d)).collect::<Result<Vec<_>>>()?;
+            let bytes = TensorDesc::new(format, Layout::ContiguousLeV1, &shape).encoded_bytes().ok().map(|b| b as u64);
+            Ok((TensorKind::Registered { format, layout: Layout::ContiguousLeV1, shape }, bytes))
+        }
+        None => {
+            let (type_name, geometry) = unregistered(ggml_type);
+            let bytes = match geometry {
+                Some((v, b)) if elements % v == 0 => Some((elements / v).checked_mul(b).ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?),
+                _ => None,
+            };
+            Ok((TensorKind::NotRegistered { type_name }, bytes))
+        }
+    }
+}
+
+impl GgufFile {
+    /// Maps and parses a file; only the header, metadata and tensor infos are read.
+    pub fn open(path: impl AsRef<Path>) -> Result<GgufFile> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+        // SAFETY: the map is read-only; a file truncated underneath by another process is the
+        // usual memory-map caveat and not something this reader can guard against.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io(format!("mapping {}: {e}", path.display())))?;
+        GgufFile::parse(Bytes::Mapped(map))
+    }
+
+    /// Parses a GGUF image held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<GgufFile> {
+        GgufFile::parse(Bytes::Owned(bytes))
+    }
+
+    fn parse(bytes: Bytes) -> Result<GgufFile> {
+        let b = bytes.as_slice();
+        let mut c = Cursor { b, at: 0 };
+        if c.take(4, "magic")? != MAGIC {
+            return Err(malformed("magic is \"GGUF\"", format!("found {:02x?}", &b[..4])));
+        }
+        let version = c.u32("version")?;
+        if !(2..=3).contains(&version) {
+            return Err(malformed("version is 2 or 3", format!("version {version}")));
+        }
+        // Each tensor info takes at least 8 (name) + 4 + 4 + 8 bytes; each pair 8 + 4 + 1.
+        let n_tensors = c.count("tensor count", 24)?;
+        let n_kv = c.count("metadata count", 13)?;
+        let mut metadata = Vec::with_capacity(n_kv as usize);
+        for _ in 0..n_kv {
+            let key = c.string("metadata key")?;
+            let ty = c.u32("metadata value type")?;
+            let value = c.value(ty, 0).map_err(|e| context(e, format!("key `{key}`")))?;
+            if metadata.iter().any(|(k, _)| *k == key) {
+                return Err(malformed("metadata keys are unique", format!("`{key}` repeats")));
+            }
+            metadata.push((key, value));
+        }
+        let alignment = match metadata.iter().find(|(k, _)| k == "general.alignment").map(|(_, v)| v) {
+            None => DEFAULT_ALIGNMENT,
+            Some(Value::U32(a)) if *a > 0 && a.is_power_of_two() => *a as u64,
+            Some(v) => return Err(malformed("general.alignment is a power-of-two u32", format!("{v:?}"))),
+        };
+        let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors as usize);
+        for _ in 0..n_tensors {
+            let name = c.string("tensor name")?;
+            let n_dims = c.u32("dimension count")?;
+            if n_dims == 0 || n_dims > MAX_DIMS {
+                return Err(malformed("a tensor has 1..=4 dimensions", format!("`{name}` has {n_dims}")));
+            }
+            let dims = (0..n_dims).map(|_| c.u64("dimension")).collect::<Result<Vec<u64>>>()?;
+            if dims.contains(&0) {
+                return Err(malformed("dimensions are positive", format!("`{name}`: {dims:?}")));
+            }
+            let ggml_type = c.u32("tensor type")?;
+            let offset = c.u64("tensor offset")?;
+            if tensors.iter().any(|t| t.name == name) {
+                return Err(malformed("tensor names are unique", format!("`{name}` repeats")));
+            }
+            let (kind, bytes) = describe(ggml_type, &dims).map_err(|e| context(e, format!("tensor `{name}`")))?;
+            tensors.push(TensorInfo { name, dims, ggml_type, offset, bytes, kind });
+        }
+        let data_offset = (c.at as u64).div_ceil(alignment) * alignment;
+        let data_len = (b.len() as u64).saturating_sub(data_offset);
+        for t in &tensors {
+            if t.offset % alignment != 0 {
+                return Err(malformed("tensor offsets are multiples of general.alignment", format!("`{}` at {} (alignment {alignment})", t.name, t.offset)));
+            }
+            if let Some(bytes) = t.bytes {
+                if t.offset.checked_add(bytes).is_none_or(|end| end > data_len) {
+                    return Err(malformed("tensor data lies inside the file", format!("`{}`: {bytes} bytes at data offset {}, data section holds {data_len}", t.name, t.offset)));
+                }
+            }
+        }
+        Ok(GgufFile { bytes, version, metadata, tensors, alignment, data_offset })
+    }
+
+    pub fn metadata(&self, key: &str) -> Option<&Value> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn info(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// The named tensor as an `EncodedTensor` borrowing the file's bytes.
+    pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>> {
+        let t = self.info(name).ok_or_else(|| Error::UnknownName { kind: "tensor", name: name.to_string(), valid: self.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ") })?;
+        let (format, layout, shape) = match &t.kind {
+            TensorKind::Registered { format, layout, shape } => (*format, *layout, shape.clone()),
+            TensorKind::NotRegistered { type_name } => return Err(Error::Unsupported(format!("tensor `{name}` has ggml type {} ({type_name}): format not registered", t.ggml_type))),
+        };
+        let desc = TensorDesc::new(format, layout, &shape);
+        let bytes = desc.encoded_bytes()?;
+        let start = (self.data_offset + t.offset) as usize;
+        EncodedTensor::new(desc, &self.bytes.as_slice()[start..start + bytes])
+    }
+}
