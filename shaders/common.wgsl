@@ -108,11 +108,14 @@ fn e4m3fn_to_f32(c: u32) -> f32 {
     return bitcast<f32>(sign | ((e + 120u) << 23u) | (m << 20u));
 }
 
-// E2M1 magnitudes of words 0..7; bit 3 is the sign.
-const E2M1_MAGNITUDE = array<f32, 8>(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
-
+// E2M1 -> binary32 with integer operations: exponent bits 2:1 (bias 1), mantissa bit 0, sign
+// bit 3. A lookup table would be simpler to read, but a dynamically indexed `const` array is
+// copied into function memory on every call by several compilers.
 fn e2m1_to_f32(c: u32) -> f32 {
-    let v = E2M1_MAGNITUDE[c & 7u];
+    let e = (c >> 1u) & 3u;
+    let m = c & 1u;
+    let normal = bitcast<f32>(((e + 126u) << 23u) | (m << 22u));
+    let v = select(normal, f32(m) * 0.5, e == 0u);
     return select(v, -v, (c & 8u) != 0u);
 }
 

@@ -32,6 +32,15 @@ fn open(selector: &str, options: GpuOptions) -> Option<Gpu> {
     }
 }
 
+/// The first adapter to test, or `None` (a failure under CI) when the machine has none.
+fn first_gpu(options: GpuOptions) -> Option<Gpu> {
+    let Some(selector) = selectors().into_iter().next() else {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return None;
+    };
+    open(&selector, options)
+}
+
 fn natives() -> Vec<Format> {
     Format::ALL.into_iter().filter(|f| f.category() != Category::GgufBlock).collect()
 }
@@ -76,13 +85,9 @@ fn large_cases() -> Vec<(Format, Vec<usize>, usize)> {
 
 #[test]
 fn windowed_bindings_and_2d_dispatches_give_identical_results() {
-    let Some(selector) = selectors().into_iter().next() else {
-        assert!(!ci(), "CI=true but no GPU adapter was found");
-        return;
-    };
-    let Some(full) = open(&selector, GpuOptions::default()) else { return };
+    let Some(full) = first_gpu(GpuOptions::default()) else { return };
     let small = GpuOptions { max_binding: Some(1 << 20), max_workgroups_per_dimension: Some(8), ..Default::default() };
-    let Some(tight) = open(&selector, small) else { return };
+    let Some(tight) = first_gpu(small) else { return };
     assert_eq!(tight.max_binding(), 1 << 20);
     let seed = Rng::seed_from_time();
     println!("windowing seed {seed}");
@@ -112,11 +117,7 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
 
 #[test]
 fn unsupported_combinations_are_errors_not_panics() {
-    let Some(selector) = selectors().into_iter().next() else {
-        assert!(!ci(), "CI=true but no GPU adapter was found");
-        return;
-    };
-    let Some(gpu) = open(&selector, GpuOptions { max_buffer_size: Some(1 << 16), ..Default::default() }) else { return };
+    let Some(gpu) = first_gpu(GpuOptions { max_buffer_size: Some(1 << 16), ..Default::default() }) else { return };
     let mut rng = Rng::new(1);
     let int = EncodedTensor::encode(&random_words(Format::Int32, &[2, 3], 1, &mut rng, Words::All).unwrap(), Layout::ContiguousLeV1).unwrap();
     let up = gpu.upload(&int).unwrap();
@@ -158,11 +159,7 @@ fn adapter_selection_names_what_is_available() {
 #[test]
 fn extreme_legal_words_stay_exact_or_bounded() {
     use ninfer_wgpu::{Fp8RowWords, LogicalWords, Nvfp4Words};
-    let Some(selector) = selectors().into_iter().next() else {
-        assert!(!ci(), "CI=true but no GPU adapter was found");
-        return;
-    };
-    let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
+    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
     // nvfp4 divisors at the edges of binary32: a subnormal (2^-130) and 2^127, where WGSL's
     // division accuracy guarantee no longer holds for a plain `p / d`.
     for d in [0x0008_0000u32, 0x7F00_0000, 0x0000_0001, 0x7F7F_FFFF] {

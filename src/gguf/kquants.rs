@@ -79,6 +79,14 @@ fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     }
 }
 
+/// The two (scale, min) multipliers of 64-value chunk `j` of q4_K/q5_K: `d * sc`, `dmin * m`.
+fn chunk_multipliers(j: usize, scales: &[u8], d: f32, dmin: f32) -> [(f32, f32); 2] {
+    [2 * j, 2 * j + 1].map(|is| {
+        let (sc, m) = scale_min_k4(is, scales);
+        (d * sc as f32, dmin * m as f32)
+    })
+}
+
 /// block_q4_K { ggml_half d; ggml_half dmin; uint8_t scales[12]; uint8_t qs[128]; }.
 /// Per 32 values: `d1 = d * sc`, `m1 = dmin * m`, `y = d1 * q - m1`.
 pub fn q4_k(b: &[u8], y: &mut [f32]) {
@@ -87,10 +95,7 @@ pub fn q4_k(b: &[u8], y: &mut [f32]) {
     let scales = &b[4..16];
     let qs = &b[16..144];
     for j in 0..4 {
-        let (sc1, m1) = scale_min_k4(2 * j, scales);
-        let (sc2, m2) = scale_min_k4(2 * j + 1, scales);
-        let (d1, min1) = (d * sc1 as f32, dmin * m1 as f32);
-        let (d2, min2) = (d * sc2 as f32, dmin * m2 as f32);
+        let [(d1, min1), (d2, min2)] = chunk_multipliers(j, scales, d, dmin);
         let q = &qs[32 * j..32 * j + 32];
         for l in 0..32 {
             y[64 * j + l] = d1 * (q[l] & 0xF) as f32 - min1;
@@ -107,10 +112,7 @@ pub fn q5_k(b: &[u8], y: &mut [f32]) {
     let qh = &b[16..48];
     let qs = &b[48..176];
     for j in 0..4 {
-        let (sc1, m1) = scale_min_k4(2 * j, scales);
-        let (sc2, m2) = scale_min_k4(2 * j + 1, scales);
-        let (d1, min1) = (d * sc1 as f32, dmin * m1 as f32);
-        let (d2, min2) = (d * sc2 as f32, dmin * m2 as f32);
+        let [(d1, min1), (d2, min2)] = chunk_multipliers(j, scales, d, dmin);
         let (u1, u2) = (1u8 << (2 * j), 2u8 << (2 * j));
         let q = &qs[32 * j..32 * j + 32];
         for l in 0..32 {
