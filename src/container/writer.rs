@@ -8,7 +8,7 @@
 
 use super::json::parse_strict;
 use super::root::{Binding, Component, FileEntry, ObjectEntry, ObjectKind, Root, Use};
-use super::{align_up, hex, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
+use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
 use crate::encode::Encoded;
 use crate::error::{Error, Result};
 use crate::tensor::EncodedTensor;
@@ -137,6 +137,10 @@ impl<'a> ArtifactWriter<'a> {
         let path = path.as_ref();
         let entry_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| Error::Io(format!("{}: not a file path", path.display())))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if self.objects.is_empty() {
+            // Said here rather than as the zero-byte payload the reader would see first.
+            return Err(violation(rule::MEMBER_TYPE, "`objects` is empty: an artifact holds at least one object"));
+        }
         let (objects, total) = self.layout()?;
         let limit = self.part_limit.unwrap_or(total.max(1));
         let mut files = Vec::new();
