@@ -242,7 +242,7 @@ impl Artifact {
                         return Err(violation(rule::BINDING_ROWS, format!("range [{}, {}) of {:?} with shape {:?} (rows of {row} elements)", p.range.start, p.range.end, p.object, t.shape())));
                     }
                     let rows = to_usize(p.range.start / row, rule::BINDING_ROWS, "row")?..to_usize(p.range.end / row, rule::BINDING_ROWS, "row")?;
-                    t.slice_rows(rows)
+                    rows_of(t, rows)
                 })
                 .collect(),
         }
@@ -257,6 +257,25 @@ impl Artifact {
             (true, Some(_)) => Err(Error::Unsupported(format!("`{name}` is an object id and also a binding of something else; ask for the object's binding by another name"))),
             (false, None) => Err(Error::UnknownName { kind: "object or binding", name: name.to_owned(), valid: self.root.objects.iter().map(|o| o.id.as_str()).chain(self.root.bindings.keys().map(String::as_str)).take(12).collect::<Vec<_>>().join(", ") }),
         }
+    }
+}
+
+/// Rows `[start, end)` of a tensor. Contiguous tensors store rows as consecutive byte runs, so
+/// their rows stay borrowed from the map; every other layout interleaves planes, so its rows are
+/// gathered into a copy by `slice_rows`.
+fn rows_of(t: EncodedTensor<'_>, rows: std::ops::Range<usize>) -> Result<EncodedTensor<'_>> {
+    let (Layout::ContiguousLeV1, [total, ..]) = (t.layout(), t.shape()) else {
+        return t.slice_rows(rows);
+    };
+    let row_bytes = t.payload().len() / (*total).max(1);
+    let mut desc = t.desc().clone();
+    desc.shape[0] = rows.len();
+    let (_, payload) = t.into_parts();
+    let span = rows.start * row_bytes..rows.end * row_bytes;
+    let bad = || violation(rule::BINDING_ROWS, format!("rows {rows:?} outside the tensor"));
+    match payload {
+        Cow::Borrowed(b) => EncodedTensor::new(desc, b.get(span).ok_or_else(bad)?),
+        Cow::Owned(v) => EncodedTensor::new(desc, v.get(span).ok_or_else(bad)?.to_vec()),
     }
 }
 

@@ -71,6 +71,16 @@ fn row_parts_resolve_to_the_rows_they_name() {
 }
 
 #[test]
+fn row_parts_of_contiguous_tensors_stay_borrowed() {
+    let (f, a) = opened_after("rows-borrowed", |v| v["bindings"]["b"] = json!({ "parts": [{ "object": "b", "range": [1, 3] }] }));
+    let pieces = a.binding("b").unwrap();
+    assert_eq!(pieces[0].shape(), &[2]);
+    assert_eq!(pieces[0].payload(), &f.tensors["b"].payload()[4..12]);
+    let (_, payload) = pieces.into_iter().next().unwrap().into_parts();
+    assert!(matches!(payload, std::borrow::Cow::Borrowed(_)), "a row range of a contiguous tensor in one file is not copied");
+}
+
+#[test]
 fn the_fixture_uses_resolve_with_their_auxiliaries() {
     let f = fixture("uses", Some(500));
     let a = Artifact::open(&f.entry).unwrap();
