@@ -1,4 +1,4 @@
-//! Writing an artifact: objects laid out in the logical payload (tensors 256-aligned), the payload
+//! Writing an artifact: objects laid out in the logical payload (every object 256-aligned), the payload
 //! cut into parts at a size limit, the JSON padded with spaces to the 4096 boundary.
 //!
 //! Crash safety: every file is written under a temporary name, synced, and renamed into place,
@@ -118,12 +118,9 @@ impl<'a> ArtifactWriter<'a> {
         let mut at = 0u64;
         let mut entries = Vec::with_capacity(self.objects.len());
         for p in &self.objects {
-            let align = match p.kind {
-                ObjectKind::Tensor { .. } => TENSOR_ALIGN,
-                // Resources may sit at any byte; packing them wastes nothing.
-                ObjectKind::Resource { .. } => 1,
-            };
-            let offset = align_up(at, align).ok_or_else(|| Error::Io("payload size overflows u64".into()))?;
+            // Tensors must start on 256 bytes; resources may sit anywhere, but aligning them too
+            // costs under 256 bytes each and lets a consumer bind any object directly.
+            let offset = align_up(at, TENSOR_ALIGN).ok_or_else(|| Error::Io("payload size overflows u64".into()))?;
             let bytes = p.payload.len() as u64;
             at = offset.checked_add(bytes).ok_or_else(|| Error::Io("payload size overflows u64".into()))?;
             entries.push(ObjectEntry { id: p.id.clone(), offset, bytes, kind: p.kind.clone() });
