@@ -14,3 +14,5 @@ mod first_use;
 mod roundtrip;
 #[path = "container/rules.rs"]
 mod rules;
+#[path = "container/sources.rs"]
+mod sources;

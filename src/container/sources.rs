@@ -98,6 +98,9 @@ fn typed(kind: &str, dtype: &str, data: &[u8], count: usize) -> Result<FloatData
 /// Parses a `.npy` file.
 pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
     const KIND: &str = "npy";
+    if !bytes.starts_with(NPY_MAGIC) {
+        return Err(bad(KIND, "no \\x93NUMPY magic"));
+    }
     let (len_at, len_bytes) = match bytes.get(6) {
         Some(1) => (8, 2),
         Some(2) | Some(3) => (8, 4),
