@@ -46,6 +46,11 @@ pub enum Error {
     #[error("gpu: {0}")]
     Gpu(String),
 
+    /// A `.ninfer` container that breaks a structural rule of container.md. `rule` quotes the
+    /// rule (one of [`crate::container::rule`]); `detail` says where and what was found.
+    #[error("container rule violated: {rule}: {detail}")]
+    Container { rule: &'static str, detail: String },
+
     /// Reading or writing a file failed.
     #[error("io: {0}")]
     Io(String),

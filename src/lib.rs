@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod conformance;
+pub mod container;
 pub mod encode;
 pub mod error;
 pub mod format;

@@ -125,6 +125,11 @@ impl<'a> EncodedTensor<'a> {
         EncodedTensor::new(desc, payload)
     }
 
+    /// The description and the payload as held (borrowed or owned), without a copy.
+    pub fn into_parts(self) -> (TensorDesc, Cow<'a, [u8]>) {
+        (self.desc, self.payload)
+    }
+
     /// An owned copy that outlives the borrowed payload.
     pub fn into_owned(self) -> EncodedTensor<'static> {
         EncodedTensor { desc: self.desc, geometry: self.geometry, payload: Cow::Owned(self.payload.into_owned()) }

@@ -1,5 +1,10 @@
 //! The ninfer-wgpu command line: devices, capabilities, conformance and benchmarks on the
-//! user's own GPU. Spellings are fixed so scripts can rely on them.
+//! user's own GPU, and the `.ninfer` file commands. Spellings are fixed so scripts can rely on
+//! them.
+
+// A sibling module file: a plain `src/bin/files.rs` would be auto-discovered as a second binary.
+#[path = "ninfer-wgpu/files.rs"]
+mod files;
 
 use clap::{Parser, Subcommand};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
@@ -8,6 +13,7 @@ use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op};
 use ninfer_wgpu::testgen::Rng;
 use ninfer_wgpu::{Category, Error, Format};
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -65,6 +71,57 @@ enum Command {
     Formats {
         #[arg(long)]
         json: bool,
+    },
+    /// List a .ninfer artifact's files, tensors (with capability status), resources, bindings
+    /// and uses.
+    Inspect {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Adapter whose capability status is shown (default: as for the other commands).
+        #[arg(long)]
+        adapter: Option<String>,
+    },
+    /// Write a tensor's values as raw little-endian f32 (int32 tensors: i32), C order.
+    Dequant {
+        file: PathBuf,
+        /// An object id or a binding name.
+        tensor: String,
+        /// cpu: the exact oracle; gpu: the kernel on the chosen adapter.
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: files::Device,
+        #[arg(long)]
+        adapter: Option<String>,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Write y = W x as raw little-endian f32, for a rank-2 tensor and x of K raw f32 values.
+    Matvec {
+        file: PathBuf,
+        /// An object id or a binding name.
+        tensor: String,
+        #[arg(long)]
+        x: PathBuf,
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: files::Device,
+        #[arg(long)]
+        adapter: Option<String>,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Convert float tensors (.npy f32/f16, safetensors F32/F16/BF16) into a .ninfer artifact,
+    /// recording each tensor's provenance.
+    Quantize {
+        input: PathBuf,
+        output: PathBuf,
+        /// Target format: q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16,
+        /// fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16, bf16 or fp32.
+        #[arg(long)]
+        format: String,
+        /// Conversion method (default: grouped_absmax for grouped formats, fp8_row_maxabs for
+        /// fp8 rows; bf16 and fp32 take none).
+        #[arg(long, value_enum)]
+        method: Option<files::Method>,
     },
 }
 
@@ -245,6 +302,10 @@ fn main() -> ExitCode {
         Command::Conformance { adapter, formats, seed, slow, json } => run_conformance(adapter, &formats, seed, slow, json),
         Command::Bench { adapter, formats, shape, json } => run_bench(adapter, &formats, shape, json),
         Command::Formats { json } => formats(json),
+        Command::Inspect { file, json, adapter } => files::inspect(&file, adapter, json),
+        Command::Dequant { file, tensor, device, adapter, output } => files::dequant(&file, &tensor, device, adapter, &output),
+        Command::Matvec { file, tensor, x, device, adapter, output } => files::matvec(&file, &tensor, &x, device, adapter, &output),
+        Command::Quantize { input, output, format, method } => files::quantize(&input, &output, &format, method),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,0 +1,256 @@
+//! The file commands: `inspect`, `dequant`, `matvec` and `quantize` over `.ninfer` artifacts.
+//!
+//! TENSOR names an object id or a binding. A binding made of several parts resolves to several
+//! row blocks; outputs are their concatenation, which is the bound tensor's C order.
+
+use clap::ValueEnum;
+use ninfer_wgpu::container::sources::{self, FloatData, FloatTensor};
+use ninfer_wgpu::container::{hex, Artifact, ArtifactWriter, Binding, ObjectKind};
+use ninfer_wgpu::encode::direct::{self, DirectSource};
+use ninfer_wgpu::encode::grouped::{self, SearchOptions};
+use ninfer_wgpu::encode::{fp8_row, Encoded};
+use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, Op, Platform, Variant};
+use ninfer_wgpu::oracle::{self, Dequantized};
+use ninfer_wgpu::{Category, Error, Format};
+use serde_json::json;
+use std::path::Path;
+
+/// Where a computation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Device {
+    /// The scalar oracle: the exact reference.
+    Cpu,
+    /// A kernel on the chosen adapter.
+    Gpu,
+}
+
+/// A conversion method `quantize` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    #[value(name = "grouped_absmax")]
+    GroupedAbsmax,
+    #[value(name = "grouped_search")]
+    GroupedSearch,
+    #[value(name = "fp8_row_maxabs")]
+    Fp8RowMaxabs,
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, bytes).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+}
+
+fn open_gpu(adapter: Option<String>) -> Result<Gpu, Error> {
+    Gpu::open(&GpuOptions { adapter, ..Default::default() })
+}
+
+/// `inspect`: files, tensors with their capability status, resources, bindings and uses.
+pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
+    let artifact = Artifact::open(file)?;
+    let gpu = open_gpu(adapter);
+    let platform: Option<&Platform> = gpu.as_ref().ok().map(|g| g.platform());
+    let gpu_note = match &gpu {
+        Ok(g) => format!("capability status on {}", g.platform().summary()),
+        Err(e) => format!("no GPU adapter opened ({e}); capability status shown without platform rules"),
+    };
+    let root = artifact.root();
+    let mut tensors = Vec::new();
+    let mut resources = Vec::new();
+    for o in artifact.objects() {
+        match &o.kind {
+            ObjectKind::Tensor { format, layout, shape, divisors } => {
+                // The first-use checks (names, geometry, size) read no payload.
+                let status = artifact.tensor_desc(&o.id).map(|d| {
+                    let st = |op| capability::status(d.format, d.layout, op, Variant::Workgroup, platform);
+                    (st(Op::Dequant), st(Op::Matvec))
+                });
+                let (dequant, matvec, error) = match status {
+                    Ok((d, m)) => (Some(d), Some(m), None),
+                    Err(e) => (None, None, Some(e.to_string())),
+                };
+                tensors.push(json!({ "id": o.id, "format": format, "layout": layout, "shape": shape, "divisors": divisors, "offset": o.offset, "bytes": o.bytes, "dequant": dequant, "matvec": matvec, "error": error }));
+            }
+            ObjectKind::Resource { encoding } => resources.push(json!({ "id": o.id, "encoding": encoding, "offset": o.offset, "bytes": o.bytes })),
+        }
+    }
+    let files: Vec<_> = root.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect();
+    if as_json {
+        let report = json!({
+            "artifact_id": hex(&artifact.artifact_id()),
+            "files": files,
+            "metadata": root.metadata,
+            "platform": platform,
+            "gpu_error": gpu.as_ref().err().map(|e| e.to_string()),
+            "tensors": tensors,
+            "resources": resources,
+            "bindings": root.bindings.keys().collect::<Vec<_>>(),
+            "uses": root.uses.iter().map(|u| json!({ "parameter": u.parameter, "input": u.input })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Io(e.to_string()))?);
+        return Ok(true);
+    }
+    let name = root.metadata.as_ref().and_then(|m| m.get("name")).and_then(|n| n.as_str()).unwrap_or("(unnamed)");
+    println!("{name}: artifact {} in {} file(s), {} payload bytes", hex(&artifact.artifact_id()), root.files.len(), root.payload_bytes());
+    println!("{gpu_note}");
+    println!("{:<24} {:<22} {:<26} {:<16} {:>12}  dequant / matvec", "id", "format", "layout", "shape", "bytes");
+    let show = |s: &serde_json::Value| match s.get("status").and_then(|v| v.as_str()) {
+        Some("supported") => "supported".to_string(),
+        Some(_) => format!("unsupported: {}", s.get("reason").and_then(|r| r.as_str()).unwrap_or("")),
+        None => "-".to_string(),
+    };
+    for t in &tensors {
+        let status = match t["error"].as_str() {
+            Some(e) => format!("error: {e}"),
+            None => format!("{} / {}", show(&t["dequant"]), show(&t["matvec"])),
+        };
+        println!("{:<24} {:<22} {:<26} {:<16} {:>12}  {status}", t["id"].as_str().unwrap_or(""), t["format"].as_str().unwrap_or(""), t["layout"].as_str().unwrap_or(""), t["shape"].to_string(), t["bytes"].as_u64().unwrap_or(0));
+    }
+    for r in &resources {
+        println!("resource {} ({}, {} bytes)", r["id"].as_str().unwrap_or(""), r["encoding"].as_str().unwrap_or(""), r["bytes"].as_u64().unwrap_or(0));
+    }
+    for (name, b) in &root.bindings {
+        let what = match b {
+            Binding::Object(id) => id.clone(),
+            Binding::Parts(parts) => parts.iter().map(|p| format!("{}[{}..{})", p.object, p.range.start, p.range.end)).collect::<Vec<_>>().join(" + "),
+        };
+        println!("binding {name} = {what}");
+    }
+    for u in &root.uses {
+        println!("use {} on {}", u.parameter, u.input);
+    }
+    Ok(true)
+}
+
+/// Little-endian bytes of decoded values (f32, or i32 for int32 tensors).
+fn le_bytes(d: Dequantized) -> Vec<u8> {
+    match d {
+        Dequantized::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Dequantized::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
+
+/// `dequant`: the logical tensor's values, C order, raw little-endian.
+pub fn dequant(file: &Path, tensor: &str, device: Device, adapter: Option<String>, output: &Path) -> Result<bool, Error> {
+    let artifact = Artifact::open(file)?;
+    let pieces = artifact.resolve(tensor)?;
+    let mut out = Vec::new();
+    match device {
+        Device::Cpu => {
+            for t in &pieces {
+                out.extend(le_bytes(oracle::dequant(t)?));
+            }
+        }
+        Device::Gpu => {
+            let gpu = open_gpu(adapter)?;
+            for t in &pieces {
+                // The kernel returns binary32 words (int32: the integer words) as u32.
+                out.extend(gpu.dequant(&gpu.upload(t)?)?.iter().flat_map(|w| w.to_le_bytes()));
+            }
+        }
+    }
+    write_file(output, &out)?;
+    eprintln!("{tensor}: {} values to {}", out.len() / 4, output.display());
+    Ok(true)
+}
+
+fn read_f32s(path: &Path) -> Result<Vec<f32>, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+    if bytes.len() % 4 != 0 {
+        return Err(Error::Io(format!("{}: {} bytes is not a whole number of little-endian f32 values", path.display(), bytes.len())));
+    }
+    Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// `matvec`: `y = W x` for a rank-2 tensor, raw little-endian f32.
+pub fn matvec(file: &Path, tensor: &str, x: &Path, device: Device, adapter: Option<String>, output: &Path) -> Result<bool, Error> {
+    let artifact = Artifact::open(file)?;
+    let pieces = artifact.resolve(tensor)?;
+    let x = read_f32s(x)?;
+    let mut y: Vec<f32> = Vec::new();
+    match device {
+        // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
+        Device::Cpu => {
+            for t in &pieces {
+                y.extend(oracle::matvec(t, &x)?.y.iter().map(|&v| v as f32));
+            }
+        }
+        Device::Gpu => {
+            let gpu = open_gpu(adapter)?;
+            for t in &pieces {
+                y.extend(gpu.matvec(&gpu.upload(t)?, &x)?);
+            }
+        }
+    }
+    write_file(output, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
+    eprintln!("{tensor}: {} outputs to {}", y.len(), output.display());
+    Ok(true)
+}
+
+fn matrix(t: &FloatTensor, format: Format) -> Result<(usize, usize), Error> {
+    match t.shape[..] {
+        [n, k] => Ok((n, k)),
+        _ => Err(Error::Unsupported(format!("{}: {format} quantizes rank-2 [N, K] tensors only; shape is {:?}", t.name, t.shape))),
+    }
+}
+
+/// Runs the conversion `format` and `method` name on one input tensor.
+fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result<Encoded, Error> {
+    let refuse = |m: Method| Err(Error::Unsupported(format!("method {:?} does not produce {format}", m.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default())));
+    match format.category() {
+        Category::Grouped => {
+            let (n, k) = matrix(t, format)?;
+            match method.unwrap_or(Method::GroupedAbsmax) {
+                Method::GroupedAbsmax => grouped::grouped_absmax(format, n, k, t.source()),
+                Method::GroupedSearch => grouped::grouped_search(format, n, k, t.source(), SearchOptions::default()),
+                m @ Method::Fp8RowMaxabs => refuse(m),
+            }
+        }
+        Category::RowScaledFloat => {
+            let (n, k) = matrix(t, format)?;
+            match method.unwrap_or(Method::Fp8RowMaxabs) {
+                Method::Fp8RowMaxabs => fp8_row::fp8_row_maxabs(format, n, k, t.source()),
+                m => refuse(m),
+            }
+        }
+        Category::DirectFloat => {
+            if let Some(m) = method {
+                return refuse(m);
+            }
+            match (format, &t.data) {
+                // bf16 words are kept bit for bit; anything else is rounded by the one named
+                // conversion, f32_to_bf16 (f16 is widened to f32 exactly first).
+                (Format::Bf16, FloatData::Bf16(words)) => direct::persist(format, &t.shape, DirectSource::Bf16(words)),
+                (Format::Bf16, _) => direct::f32_to_bf16(&t.shape, &t.to_f32()),
+                // f16 and bf16 widen to f32 exactly, so persisting the widened words loses nothing.
+                _ => direct::persist(format, &t.shape, DirectSource::F32(&t.to_f32())),
+            }
+        }
+        Category::DirectInt | Category::BlockScaledFloat | Category::GgufBlock => Err(Error::Unsupported(format!(
+            "quantize does not produce {format}: it writes q4/q5/q6/q8 (grouped_absmax, grouped_search), fp8_e4m3fn_row_bf16/fp16 (fp8_row_maxabs), bf16 and fp32"
+        ))),
+    }
+}
+
+/// `quantize`: float tensors from `.npy` or safetensors into an artifact, with provenance.
+pub fn quantize(input: &Path, output: &Path, format: &str, method: Option<Method>) -> Result<bool, Error> {
+    let format: Format = format.parse()?;
+    let tensors = sources::read(input)?;
+    let source_file = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut writer = ArtifactWriter::new();
+    for t in &tensors {
+        let mut encoded = encode_one(t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", t.name)))?;
+        encoded.provenance = encoded.provenance.with("source_file", source_file.clone()).with("source_tensor", t.name.clone()).with("source_dtype", t.dtype());
+        let desc = encoded.tensor.desc().clone();
+        println!("{:<24} {:<22} {:?} {} bytes ({})", t.name, desc.format, desc.shape, encoded.tensor.payload().len(), encoded.provenance.method);
+        writer.add_encoded(t.name.clone(), encoded)?;
+        writer.bind(t.name.clone(), Binding::Object(t.name.clone()));
+    }
+    let mut metadata = serde_json::Map::new();
+    if let Some(stem) = output.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty()) {
+        metadata.insert("name".into(), json!(stem));
+    }
+    metadata.insert("producer".into(), json!(concat!("ninfer-wgpu ", env!("CARGO_PKG_VERSION"), " quantize")));
+    writer.set_metadata(metadata);
+    let written = writer.write(output)?;
+    println!("wrote {} (artifact {}, {} payload bytes)", output.display(), hex(&written.artifact_id), written.payload_bytes);
+    Ok(true)
+}

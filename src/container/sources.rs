@@ -1,0 +1,273 @@
+//! Float tensors in: the two plain formats `ninfer-wgpu quantize` reads.
+//!
+//! - `.npy` (NumPy's format, versions 1–3): `\x93NUMPY`, a version, a header length, a Python
+//!   dict literal `{'descr': '<f4', 'fortran_order': False, 'shape': (N, K), }`, then the data.
+//!   Little-endian f32 (`<f4`) and f16 (`<f2`), C order.
+//! - safetensors: a u64 LE header length, a JSON header `{name: {dtype, shape, data_offsets}}`,
+//!   then the data. F32, F16 and BF16.
+//!
+//! Both are parsed by hand (they are tiny) with every length checked against the file, so a bad
+//! input is an error, never a panic or an oversized allocation.
+
+use crate::encode::Source;
+use crate::error::{Error, Result};
+use crate::numeric::{bf16_to_f32, f16_to_f32};
+use std::path::Path;
+
+/// Source values by their stored type; converted to f32 only when a method needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FloatData {
+    F32(Vec<f32>),
+    F16(Vec<u16>),
+    Bf16(Vec<u16>),
+}
+
+/// One named input tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloatTensor {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub data: FloatData,
+}
+
+impl FloatTensor {
+    /// The values as an encoder source (no conversion).
+    pub fn source(&self) -> Source<'_> {
+        match &self.data {
+            FloatData::F32(v) => Source::F32(v),
+            FloatData::F16(v) => Source::F16(v),
+            FloatData::Bf16(v) => Source::Bf16(v),
+        }
+    }
+
+    pub fn dtype(&self) -> &'static str {
+        match self.data {
+            FloatData::F32(_) => "f32",
+            FloatData::F16(_) => "f16",
+            FloatData::Bf16(_) => "bf16",
+        }
+    }
+
+    /// Every value widened to binary32 (exact for f16 and bf16).
+    pub fn to_f32(&self) -> Vec<f32> {
+        match &self.data {
+            FloatData::F32(v) => v.clone(),
+            FloatData::F16(v) => v.iter().map(|&w| f16_to_f32(w)).collect(),
+            FloatData::Bf16(v) => v.iter().map(|&w| bf16_to_f32(w)).collect(),
+        }
+    }
+}
+
+fn bad(kind: &str, detail: impl std::fmt::Display) -> Error {
+    Error::Io(format!("{kind}: {detail}"))
+}
+
+const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Reads `.npy` or safetensors, recognised by content (npy's magic), not by extension.
+pub fn read(path: &Path) -> Result<Vec<FloatTensor>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+    if bytes.starts_with(NPY_MAGIC) {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tensor".into());
+        return Ok(vec![parse_npy(&bytes, &name)?]);
+    }
+    parse_safetensors(&bytes)
+}
+
+fn elements(kind: &str, shape: &[usize]) -> Result<usize> {
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad(kind, format!("shape {shape:?} overflows")))
+}
+
+/// Splits `data` into little-endian words of `W` bytes, after checking the exact length.
+fn words<const W: usize>(kind: &str, data: &[u8], count: usize) -> Result<Vec<[u8; W]>> {
+    if Some(data.len()) != count.checked_mul(W) {
+        return Err(bad(kind, format!("{count} elements of {W} bytes need {} data bytes, found {}", count.saturating_mul(W), data.len())));
+    }
+    Ok(data.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect())
+}
+
+fn typed(kind: &str, dtype: &str, data: &[u8], count: usize) -> Result<FloatData> {
+    Ok(match dtype {
+        "f32" => FloatData::F32(words::<4>(kind, data, count)?.into_iter().map(f32::from_le_bytes).collect()),
+        "f16" => FloatData::F16(words::<2>(kind, data, count)?.into_iter().map(u16::from_le_bytes).collect()),
+        "bf16" => FloatData::Bf16(words::<2>(kind, data, count)?.into_iter().map(u16::from_le_bytes).collect()),
+        other => return Err(bad(kind, format!("dtype {other} is not f32, f16 or bf16"))),
+    })
+}
+
+/// Parses a `.npy` file.
+pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
+    const KIND: &str = "npy";
+    if !bytes.starts_with(NPY_MAGIC) {
+        return Err(bad(KIND, "no \\x93NUMPY magic"));
+    }
+    let (len_at, len_bytes) = match bytes.get(6) {
+        Some(1) => (8, 2),
+        Some(2) | Some(3) => (8, 4),
+        v => return Err(bad(KIND, format!("unsupported version {v:?}"))),
+    };
+    let header_start = len_at + len_bytes;
+    let len_field = bytes.get(len_at..header_start).ok_or_else(|| bad(KIND, "truncated preamble"))?;
+    let header_len = len_field.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize);
+    let header_end = header_start.checked_add(header_len).filter(|&e| e <= bytes.len()).ok_or_else(|| bad(KIND, "header runs past the end of the file"))?;
+    let header = std::str::from_utf8(&bytes[header_start..header_end]).map_err(|_| bad(KIND, "header is not text"))?;
+    let dict = PyDict::parse(header).map_err(|e| bad(KIND, format!("header {header:?}: {e}")))?;
+    let dtype = match dict.descr.as_str() {
+        "<f4" => "f32",
+        "<f2" => "f16",
+        d => return Err(bad(KIND, format!("descr {d:?}: only little-endian f32 ('<f4') and f16 ('<f2') are read"))),
+    };
+    if dict.fortran_order {
+        return Err(bad(KIND, "fortran_order is True: only C order is read"));
+    }
+    let count = elements(KIND, &dict.shape)?;
+    let data = typed(KIND, dtype, &bytes[header_end..], count)?;
+    Ok(FloatTensor { name: name.to_owned(), shape: dict.shape, data })
+}
+
+/// The three keys of an npy header.
+struct PyDict {
+    descr: String,
+    fortran_order: bool,
+    shape: Vec<usize>,
+}
+
+/// The subset of Python literal syntax npy headers use: strings, True/False, int tuples.
+impl PyDict {
+    fn parse(text: &str) -> std::result::Result<PyDict, String> {
+        let mut p = Cursor { s: text.as_bytes(), at: 0 };
+        p.expect(b'{')?;
+        let (mut descr, mut fortran, mut shape) = (None, None, None);
+        loop {
+            p.ws();
+            if p.eat(b'}') {
+                break;
+            }
+            let key = p.string()?;
+            p.ws();
+            p.expect(b':')?;
+            p.ws();
+            match key.as_str() {
+                "descr" => descr = Some(p.string()?),
+                "fortran_order" => fortran = Some(p.boolean()?),
+                "shape" => shape = Some(p.tuple()?),
+                k => return Err(format!("unknown key {k:?}")),
+            }
+            p.ws();
+            if !p.eat(b',') {
+                p.ws();
+                p.expect(b'}')?;
+                break;
+            }
+        }
+        match (descr, fortran, shape) {
+            (Some(descr), Some(fortran_order), Some(shape)) => Ok(PyDict { descr, fortran_order, shape }),
+            _ => Err("descr, fortran_order and shape are all required".into()),
+        }
+    }
+}
+
+struct Cursor<'s> {
+    s: &'s [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.at).is_some_and(|c| c.is_ascii_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.s.get(self.at) == Some(&c);
+        self.at += hit as usize;
+        hit
+    }
+
+    fn expect(&mut self, c: u8) -> std::result::Result<(), String> {
+        if self.eat(c) {
+            return Ok(());
+        }
+        Err(format!("expected {:?} at byte {}", c as char, self.at))
+    }
+
+    fn string(&mut self) -> std::result::Result<String, String> {
+        let quote = *self.s.get(self.at).filter(|&&q| q == b'\'' || q == b'"').ok_or_else(|| format!("expected a string at byte {}", self.at))?;
+        let start = self.at + 1;
+        let len = self.s[start..].iter().position(|&c| c == quote).ok_or("unterminated string")?;
+        self.at = start + len + 1;
+        Ok(String::from_utf8_lossy(&self.s[start..start + len]).into_owned())
+    }
+
+    fn boolean(&mut self) -> std::result::Result<bool, String> {
+        for (word, v) in [(&b"True"[..], true), (&b"False"[..], false)] {
+            if self.s[self.at..].starts_with(word) {
+                self.at += word.len();
+                return Ok(v);
+            }
+        }
+        Err(format!("expected True or False at byte {}", self.at))
+    }
+
+    /// `()`, `(3,)`, `(2, 3)`.
+    fn tuple(&mut self) -> std::result::Result<Vec<usize>, String> {
+        self.expect(b'(')?;
+        let mut dims = Vec::new();
+        loop {
+            self.ws();
+            if self.eat(b')') {
+                return Ok(dims);
+            }
+            let start = self.at;
+            while self.s.get(self.at).is_some_and(u8::is_ascii_digit) {
+                self.at += 1;
+            }
+            let digits = std::str::from_utf8(&self.s[start..self.at]).unwrap_or_default();
+            dims.push(digits.parse::<usize>().map_err(|_| format!("expected a dimension at byte {start}"))?);
+            self.ws();
+            if !self.eat(b',') {
+                self.ws();
+                self.expect(b')')?;
+                return Ok(dims);
+            }
+        }
+    }
+}
+
+/// Parses a safetensors file: every tensor, sorted by name (the header's JSON object order).
+pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
+    const KIND: &str = "safetensors";
+    let n = bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0xFF; 8]))).ok_or_else(|| bad(KIND, "shorter than the 8-byte header length"))?;
+    let data_start = usize::try_from(n).ok().and_then(|n| n.checked_add(8)).filter(|&e| e <= bytes.len()).ok_or_else(|| bad(KIND, format!("header length {n} runs past the end of the file (not .npy either)")))?;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..data_start]).map_err(|e| bad(KIND, format!("header JSON: {e}")))?;
+    let map = header.as_object().ok_or_else(|| bad(KIND, "header is not a JSON object"))?;
+    let data = &bytes[data_start..];
+    let mut out = Vec::new();
+    for (name, t) in map.iter().filter(|(k, _)| k.as_str() != "__metadata__") {
+        let field = |k: &str| t.get(k).ok_or_else(|| bad(KIND, format!("{name}: no {k}")));
+        let dtype = match field("dtype")?.as_str() {
+            Some("F32") => "f32",
+            Some("F16") => "f16",
+            Some("BF16") => "bf16",
+            d => return Err(bad(KIND, format!("{name}: dtype {d:?}: only F32, F16 and BF16 are read"))),
+        };
+        let dims = field("shape")?.as_array().ok_or_else(|| bad(KIND, format!("{name}: shape is not an array")))?;
+        let shape = dims.iter().map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()).ok_or_else(|| bad(KIND, format!("{name}: bad dimension {d}")))).collect::<Result<Vec<usize>>>()?;
+        let range = match field("data_offsets")?.as_array().map(Vec::as_slice) {
+            Some([b, e]) => (b.as_u64(), e.as_u64()),
+            _ => (None, None),
+        };
+        let slice = match range {
+            (Some(b), Some(e)) if b <= e => usize::try_from(b).ok().zip(usize::try_from(e).ok()).and_then(|(b, e)| data.get(b..e)),
+            _ => None,
+        }
+        .ok_or_else(|| bad(KIND, format!("{name}: data_offsets {range:?} are not a range inside the {}-byte data", data.len())))?;
+        let count = elements(KIND, &shape)?;
+        out.push(FloatTensor { name: name.clone(), shape, data: typed(&format!("{KIND}: {name}"), dtype, slice, count)? });
+    }
+    if out.is_empty() {
+        return Err(bad(KIND, "no tensors"));
+    }
+    Ok(out)
+}

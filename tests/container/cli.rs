@@ -1,0 +1,260 @@
+//! The file commands end to end with `--device cpu`: quantize `.npy` and safetensors inputs,
+//! inspect the artifact, dequant and matvec against the library's own oracle. Inputs are built
+//! here byte by byte, independent of the parsers under test.
+
+use crate::common::*;
+use ninfer_wgpu::container::{rule, Artifact};
+use ninfer_wgpu::encode::grouped::{self, SearchOptions};
+use ninfer_wgpu::encode::{direct, fp8_row, Source};
+use ninfer_wgpu::numeric::{f32_to_bf16, f32_to_f16};
+use ninfer_wgpu::oracle::{self, Dequantized};
+use ninfer_wgpu::testgen::Rng;
+use ninfer_wgpu::Format;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ninfer-wgpu");
+
+/// Runs the CLI with no adapter selectable, so nothing here touches a GPU.
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env("NINFER_WGPU_ADAPTER", "no-such-adapter-for-tests").output().unwrap()
+}
+
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must fail with exit code 2 and returns its stderr.
+#[track_caller]
+fn fails(args: &[&str]) -> String {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?} should fail: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// An `.npy` v1 file: `descr` is `<f4` or `<f2`, `data` the little-endian words.
+fn write_npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let tuple = if shape.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
+    // NumPy pads the header with spaces and a newline so the data starts 64-byte aligned.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn read_f32(path: &Path) -> Vec<f32> {
+    std::fs::read(path).unwrap().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.unit() * 2.0).collect()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn quantize_npy_to_q4_then_dequant_and_matvec_match_the_oracle() {
+    let dir = TempDir::new("cli-q4");
+    let (n, k) = (6, 200);
+    let values = random(n * k, 1);
+    let input = dir.join("weights.npy");
+    write_npy(&input, "<f4", &[n, k], &f32_bytes(&values));
+    let out = dir.join("model.ninfer");
+    ok(&["quantize", s(&input), s(&out), "--format", "q4_g64_fp16"]);
+
+    let a = Artifact::open(&out).unwrap();
+    let t = a.tensor("weights").unwrap();
+    let expected = grouped::grouped_absmax(Format::Q4G64Fp16, n, k, Source::F32(&values)).unwrap();
+    assert_eq!(t.payload(), expected.tensor.payload(), "the CLI stores exactly what grouped_absmax produces");
+    let p = a.root().provenance.as_ref().unwrap();
+    assert_eq!(p["weights"]["method"], "grouped_absmax");
+    assert_eq!(p["weights"]["params"]["source_file"], "weights.npy");
+
+    let deq = dir.join("w.f32");
+    ok(&["dequant", s(&out), "weights", "--device", "cpu", "-o", s(&deq)]);
+    let Dequantized::F32(reference) = oracle::dequant(&t).unwrap() else { panic!("q4 decodes to f32") };
+    assert_eq!(read_f32(&deq).iter().map(|x| x.to_bits()).collect::<Vec<_>>(), reference.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+
+    let x = random(k, 2);
+    let xf = dir.join("x.f32");
+    std::fs::write(&xf, f32_bytes(&x)).unwrap();
+    let y = dir.join("y.f32");
+    ok(&["matvec", s(&out), "weights", "--x", s(&xf), "--device", "cpu", "-o", s(&y)]);
+    let yref: Vec<f32> = oracle::matvec(&t, &x).unwrap().y.iter().map(|&v| v as f32).collect();
+    assert_eq!(read_f32(&y), yref);
+}
+
+#[test]
+fn quantize_runs_the_named_method() {
+    let dir = TempDir::new("cli-methods");
+    let (n, k) = (3, 96);
+    let values = random(n * k, 3);
+    let input = dir.join("m.npy");
+    write_npy(&input, "<f4", &[n, k], &f32_bytes(&values));
+    let cases: [(&str, Option<&str>, Vec<u8>, &str); 4] = [
+        ("q8_g32_fp16", Some("grouped_search"), grouped::grouped_search(Format::Q8G32Fp16, n, k, Source::F32(&values), SearchOptions::default()).unwrap().tensor.payload().to_vec(), "grouped_search"),
+        ("fp8_e4m3fn_row_fp16", None, fp8_row::fp8_row_maxabs(Format::Fp8E4m3fnRowFp16, n, k, Source::F32(&values)).unwrap().tensor.payload().to_vec(), "fp8_row_maxabs"),
+        ("bf16", None, direct::f32_to_bf16(&[n, k], &values).unwrap().tensor.payload().to_vec(), "f32_to_bf16"),
+        ("fp32", None, f32_bytes(&values), "persist"),
+    ];
+    for (format, method, payload, recorded) in cases {
+        let out = dir.join(&format!("{format}.ninfer"));
+        let mut args = vec!["quantize", s(&input), s(&out), "--format", format];
+        if let Some(m) = method {
+            args.extend(["--method", m]);
+        }
+        ok(&args);
+        let a = Artifact::open(&out).unwrap();
+        assert_eq!(a.tensor("m").unwrap().payload(), &payload[..], "{format}");
+        assert_eq!(a.root().provenance.as_ref().unwrap()["m"]["method"], recorded, "{format}");
+    }
+}
+
+#[test]
+fn quantize_widens_f16_npy_exactly_into_fp32() {
+    let dir = TempDir::new("cli-f16");
+    let values = [1.0f32, -0.5, 65504.0, 5.960_464_5e-8];
+    let words: Vec<u8> = values.iter().flat_map(|&v| f32_to_f16(v).to_le_bytes()).collect();
+    let input = dir.join("h.npy");
+    write_npy(&input, "<f2", &[4], &words);
+    let out = dir.join("h.ninfer");
+    ok(&["quantize", s(&input), s(&out), "--format", "fp32"]);
+    let deq = dir.join("h.f32");
+    ok(&["dequant", s(&out), "h", "-o", s(&deq)]);
+    assert_eq!(read_f32(&deq), values, "binary16 values, including the smallest subnormal, widen exactly");
+}
+
+/// A safetensors file with the given (name, dtype, shape, bytes), in that data order.
+fn write_safetensors(path: &Path, tensors: &[(&str, &str, Vec<usize>, Vec<u8>)]) {
+    let mut header = serde_json::Map::new();
+    header.insert("__metadata__".into(), json!({ "format": "pt" }));
+    let mut data: Vec<u8> = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        header.insert((*name).into(), json!({ "dtype": dtype, "shape": shape, "data_offsets": [data.len(), data.len() + bytes.len()] }));
+        data.extend(bytes);
+    }
+    let text = serde_json::to_vec(&Value::Object(header)).unwrap();
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend(text);
+    out.extend(data);
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn quantize_reads_safetensors_and_keeps_bf16_words() {
+    let dir = TempDir::new("cli-st");
+    let (n, k) = (2, 64);
+    let a_vals = random(n * k, 4);
+    let b_vals = random(k, 5);
+    let b_words: Vec<u16> = b_vals.iter().map(|&v| f32_to_bf16(v)).collect();
+    let input = dir.join("in.safetensors");
+    write_safetensors(&input, &[("layers.0.w", "F32", vec![n, k], f32_bytes(&a_vals)), ("layers.0.norm", "BF16", vec![k], b_words.iter().flat_map(|w| w.to_le_bytes()).collect())]);
+    let out = dir.join("st.ninfer");
+    ok(&["quantize", s(&input), s(&out), "--format", "bf16"]);
+    let art = Artifact::open(&out).unwrap();
+    assert_eq!(art.objects().len(), 2);
+    // bf16 in, bf16 out: persisted bit for bit, not rounded again.
+    let norm = art.tensor("layers.0.norm").unwrap();
+    assert_eq!(norm.payload(), b_words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
+    assert_eq!(art.root().provenance.as_ref().unwrap()["layers.0.norm"]["method"], "persist");
+    assert_eq!(art.root().provenance.as_ref().unwrap()["layers.0.w"]["method"], "f32_to_bf16");
+    // Tensor names are bindings too.
+    assert_eq!(art.binding("layers.0.w").unwrap()[0].shape(), &[n, k]);
+}
+
+#[test]
+fn quantize_refuses_what_a_method_cannot_do() {
+    let dir = TempDir::new("cli-refuse");
+    let input = dir.join("cube.npy");
+    write_npy(&input, "<f4", &[2, 2, 64], &f32_bytes(&random(256, 6)));
+    let out = dir.join("x.ninfer");
+    assert!(fails(&["quantize", s(&input), s(&out), "--format", "q4_g64_fp16"]).contains("rank-2"));
+    let flat = dir.join("flat.npy");
+    write_npy(&flat, "<f4", &[2, 64], &f32_bytes(&random(128, 7)));
+    assert!(fails(&["quantize", s(&flat), s(&out), "--format", "q4_g64_fp16", "--method", "fp8_row_maxabs"]).contains("does not produce"));
+    assert!(fails(&["quantize", s(&flat), s(&out), "--format", "Q4"]).contains("q4_g64_fp16"), "an unknown format lists the valid names");
+    assert!(fails(&["quantize", s(&flat), s(&out), "--format", "nvfp4"]).contains("does not produce nvfp4"));
+    let f8 = dir.join("f8.npy");
+    write_npy(&f8, "<f8", &[2], &[0u8; 16]);
+    assert!(fails(&["quantize", s(&f8), s(&out), "--format", "fp32"]).contains("<f8"));
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn inspect_lists_tensors_with_capability_status_without_a_gpu() {
+    let f = fixture("cli-inspect", Some(500));
+    let text = ok(&["inspect", s(&f.entry)]);
+    assert!(text.contains("no GPU adapter opened"), "{text}");
+    for needle in ["q4_g64_fp16", "row_split_k128_v1", "[4,130]", "544", "gguf_q8_0", "resource tok", "binding layer.w_top", "use layer.w on x"] {
+        assert!(text.contains(needle), "inspect shows {needle}: {text}");
+    }
+    let v: Value = serde_json::from_str(&ok(&["inspect", s(&f.entry), "--json"])).unwrap();
+    assert_eq!(v["platform"], Value::Null);
+    assert!(v["gpu_error"].is_string());
+    assert_eq!(v["files"].as_array().unwrap().len(), 5);
+    let w = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "w").unwrap();
+    assert_eq!((w["format"].as_str(), w["layout"].as_str(), w["bytes"].as_u64()), (Some("q4_g64_fp16"), Some("row_split_k128_v1"), Some(544)));
+    assert_eq!(w["shape"], json!([4, 130]));
+    assert_eq!(w["matvec"]["status"], "supported");
+    let cols = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "cols").unwrap();
+    assert_eq!(cols["matvec"]["status"], "unsupported", "int32 has no matvec");
+    let g = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "g").unwrap();
+    assert_eq!(g["dequant"]["status"], "unsupported", "no gguf kernels yet");
+}
+
+#[test]
+fn inspect_reports_a_first_use_failure_per_tensor() {
+    let f = fixture("cli-inspect-bad", None);
+    edit_json(&f.entry, |v| v["objects"][0]["format"] = json!("q4"));
+    let v: Value = serde_json::from_str(&ok(&["inspect", s(&f.entry), "--json"])).unwrap();
+    let w = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "w").unwrap();
+    assert!(w["error"].as_str().unwrap().contains(rule::TENSOR_NAMES));
+}
+
+#[test]
+fn dequant_writes_i32_for_int32_and_concatenates_binding_parts() {
+    let f = fixture("cli-deq", Some(500));
+    let dir = &f.dir;
+    let cols = dir.join("cols.i32");
+    ok(&["dequant", s(&f.entry), "cols", "-o", s(&cols)]);
+    let got: Vec<i32> = std::fs::read(&cols).unwrap().chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got, (0..64).rev().collect::<Vec<i32>>());
+    // layer.w_top = rows 0, 1 and 3 of w.
+    let top = dir.join("top.f32");
+    ok(&["dequant", s(&f.entry), "layer.w_top", "--device", "cpu", "-o", s(&top)]);
+    let Dequantized::F32(all) = oracle::dequant(&f.tensors["w"]).unwrap() else { panic!() };
+    let expected: Vec<f32> = [0, 1, 3].iter().flat_map(|&r| all[r * K..(r + 1) * K].to_vec()).collect();
+    assert_eq!(read_f32(&top), expected);
+}
+
+#[test]
+fn file_commands_report_errors_with_the_rule() {
+    let f = fixture("cli-errors", Some(500));
+    let out = f.dir.join("o.f32");
+    assert!(fails(&["dequant", s(&f.entry), "nothing", "-o", s(&out)]).contains("unknown object or binding"));
+    let xf = f.dir.join("x.f32");
+    std::fs::write(&xf, [0u8; 5]).unwrap();
+    assert!(fails(&["matvec", s(&f.entry), "w", "--x", s(&xf), "-o", s(&out)]).contains("not a whole number"));
+    std::fs::write(&xf, f32_bytes(&[1.0; 3])).unwrap();
+    assert!(fails(&["matvec", s(&f.entry), "w", "--x", s(&xf), "-o", s(&out)]).contains("x has K elements"));
+    std::fs::remove_file(&f.files()[2]).unwrap();
+    assert!(fails(&["inspect", s(&f.entry)]).contains(rule::PART_OPEN));
+}
