@@ -289,3 +289,23 @@ fn q8_1_quantizes_as_ggml_and_the_a8_criterion_judges_products() {
     }
     assert!(!a8_criterion(&product(&broken), &exact).0, "a sign error in one block fails A8");
 }
+
+#[test]
+fn cli_reads_gguf_files() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gguf-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tiny.gguf");
+    std::fs::write(&file, tiny_gguf()).unwrap();
+    let cli = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).env("NINFER_WGPU_ADAPTER", "no-adapter-here").output().unwrap();
+    let out = cli(&["inspect", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gguf_q4_0") && text.contains("format not registered"), "{text}");
+    let y = dir.join("w.f32");
+    let out = cli(&["dequant", file.to_str().unwrap(), "w", "--device", "cpu", "-o", y.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let f = GgufFile::open(&file).unwrap();
+    let Dequantized::F32(v) = dequant(&f.tensor("w").unwrap()).unwrap() else { panic!() };
+    assert_eq!(std::fs::read(&y).unwrap(), v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    assert!(!cli(&["dequant", file.to_str().unwrap(), "h", "--device", "cpu", "-o", y.to_str().unwrap()]).status.success(), "an unregistered type is an error");
+}

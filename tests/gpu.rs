@@ -181,3 +181,41 @@ fn extreme_legal_words_stay_exact_or_bounded() {
     }
     assert_eq!(conformance::check_dequant(&gpu, &t).unwrap().verdict, Verdict::Pass);
 }
+
+#[test]
+fn cli_file_commands_run_kernels_that_match_the_oracle() {
+    use ninfer_wgpu::container::ArtifactWriter;
+    use ninfer_wgpu::encode::{grouped::grouped_absmax, Source};
+    let Some(selector) = selectors().into_iter().next() else {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = Rng::new(17);
+    let (n, k) = (5, 130);
+    let w: Vec<f32> = (0..n * k).map(|_| rng.unit() * 4.0).collect();
+    let mut writer = ArtifactWriter::new();
+    writer.add_encoded("w", grouped_absmax(Format::Q5G64Fp16, n, k, Source::F32(&w)).unwrap()).unwrap();
+    let artifact = dir.join("w.ninfer");
+    writer.write(&artifact).unwrap();
+    let x: Vec<f32> = (0..k).map(|_| rng.unit()).collect();
+    let x_path = dir.join("x.f32");
+    std::fs::write(&x_path, x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    for device in ["cpu", "gpu"] {
+        run(&["dequant", &path(&artifact), "w", "--device", device, "--adapter", &selector, "-o", &path(&dir.join(format!("d-{device}.f32")))]);
+        run(&["matvec", &path(&artifact), "w", "--x", &path(&x_path), "--device", device, "--adapter", &selector, "-o", &path(&dir.join(format!("y-{device}.f32")))]);
+    }
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    assert_eq!(read("d-gpu.f32"), read("d-cpu.f32"), "q5 dequant is bit-exact on the GPU");
+    let (yc, yg) = (read("y-cpu.f32"), read("y-gpu.f32"));
+    let f = |b: &[u8]| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<f32>>();
+    for (a, b) in f(&yc).iter().zip(f(&yg)) {
+        assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "matvec {a} vs {b}");
+    }
+}

@@ -1,7 +1,9 @@
-//! The file commands: `inspect`, `dequant`, `matvec` and `quantize` over `.ninfer` artifacts.
+//! The file commands: `inspect`, `dequant`, `matvec` and `quantize` over `.ninfer` artifacts
+//! (`inspect`, `dequant` and `matvec` also read `.gguf` files).
 //!
-//! TENSOR names an object id or a binding. A binding made of several parts resolves to several
-//! row blocks; outputs are their concatenation, which is the bound tensor's C order.
+//! TENSOR names an object id or a binding (a GGUF tensor name for `.gguf`). A binding made of
+//! several parts resolves to several row blocks; outputs are their concatenation, which is the
+//! bound tensor's C order.
 
 use clap::ValueEnum;
 use ninfer_wgpu::container::sources::{self, FloatData, FloatTensor};
@@ -9,9 +11,10 @@ use ninfer_wgpu::container::{hex, Artifact, ArtifactWriter, Binding, ObjectKind}
 use ninfer_wgpu::encode::direct::{self, DirectSource};
 use ninfer_wgpu::encode::grouped::{self, SearchOptions};
 use ninfer_wgpu::encode::{fp8_row, Encoded};
+use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
 use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, Op, Platform, Variant};
 use ninfer_wgpu::oracle::{self, Dequantized};
-use ninfer_wgpu::{Category, Error, Format};
+use ninfer_wgpu::{Category, EncodedTensor, Error, Format};
 use serde_json::json;
 use std::path::Path;
 
@@ -43,14 +46,81 @@ fn open_gpu(adapter: Option<String>) -> Result<Gpu, Error> {
     Gpu::open(&GpuOptions { adapter, ..Default::default() })
 }
 
+/// A `.ninfer` artifact or a `.gguf` file, told apart by the first four bytes.
+enum Opened {
+    Ninfer(Artifact),
+    Gguf(GgufFile),
+}
+
+impl Opened {
+    fn open(file: &Path) -> Result<Opened, Error> {
+        let mut magic = [0u8; 4];
+        let is_gguf = std::fs::File::open(file).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"GGUF";
+        Ok(if is_gguf { Opened::Gguf(GgufFile::open(file)?) } else { Opened::Ninfer(Artifact::open(file)?) })
+    }
+
+    /// TENSOR as tensors: an object id or binding name (`.ninfer`; a multi-part binding gives one
+    /// piece per part), or a tensor name (`.gguf`).
+    fn pieces(&self, tensor: &str) -> Result<Vec<EncodedTensor<'_>>, Error> {
+        match self {
+            Opened::Ninfer(a) => a.resolve(tensor),
+            Opened::Gguf(g) => Ok(vec![g.tensor(tensor)?]),
+        }
+    }
+}
+
+/// `inspect` of a GGUF file: tensors with format, shape, bytes and capability status.
+fn inspect_gguf(file: &GgufFile, platform: Option<&Platform>, gpu_note: &str, as_json: bool) -> Result<bool, Error> {
+    let mut tensors = Vec::new();
+    for t in &file.tensors {
+        tensors.push(match &t.kind {
+            TensorKind::Registered { format, layout, shape } => {
+                let st = |op| capability::status(*format, *layout, op, Variant::Workgroup, platform);
+                json!({ "id": t.name, "format": format.name(), "layout": layout.name(), "shape": shape, "bytes": t.bytes, "dequant": st(Op::Dequant), "matvec": st(Op::Matvec), "error": null })
+            }
+            TensorKind::NotRegistered { type_name } => {
+                json!({ "id": t.name, "format": type_name, "layout": null, "shape": t.dims, "bytes": t.bytes, "dequant": null, "matvec": null, "error": format!("ggml type {} ({type_name}): format not registered", t.ggml_type) })
+            }
+        });
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "gguf_version": file.version, "alignment": file.alignment, "platform": platform, "tensors": tensors })).map_err(|e| Error::Io(e.to_string()))?);
+        return Ok(true);
+    }
+    println!("GGUF v{}: {} metadata keys, {} tensors", file.version, file.metadata.len(), file.tensors.len());
+    print_tensors(gpu_note, &tensors);
+    Ok(true)
+}
+
+fn print_tensors(gpu_note: &str, tensors: &[serde_json::Value]) {
+    println!("{gpu_note}");
+    println!("{:<24} {:<22} {:<26} {:<16} {:>12}  dequant / matvec", "id", "format", "layout", "shape", "bytes");
+    let show = |s: &serde_json::Value| match s.get("status").and_then(|v| v.as_str()) {
+        Some("supported") => "supported".to_string(),
+        Some(_) => format!("unsupported: {}", s.get("reason").and_then(|r| r.as_str()).unwrap_or("")),
+        None => "-".to_string(),
+    };
+    for t in tensors {
+        let status = match t["error"].as_str() {
+            Some(e) => format!("error: {e}"),
+            None => format!("{} / {}", show(&t["dequant"]), show(&t["matvec"])),
+        };
+        println!("{:<24} {:<22} {:<26} {:<16} {:>12}  {status}", t["id"].as_str().unwrap_or(""), t["format"].as_str().unwrap_or(""), t["layout"].as_str().unwrap_or(""), t["shape"].to_string(), t["bytes"].as_u64().unwrap_or(0));
+    }
+}
+
 /// `inspect`: files, tensors with their capability status, resources, bindings and uses.
 pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
-    let artifact = Artifact::open(file)?;
+    let opened = Opened::open(file)?;
     let gpu = open_gpu(adapter);
     let platform: Option<&Platform> = gpu.as_ref().ok().map(|g| g.platform());
     let gpu_note = match &gpu {
         Ok(g) => format!("capability status on {}", g.platform().summary()),
         Err(e) => format!("no GPU adapter opened ({e}); capability status shown without platform rules"),
+    };
+    let artifact = match &opened {
+        Opened::Ninfer(a) => a,
+        Opened::Gguf(g) => return inspect_gguf(g, platform, &gpu_note, as_json),
     };
     let root = artifact.root();
     let mut tensors = Vec::new();
@@ -90,20 +160,7 @@ pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bo
     }
     let name = root.metadata.as_ref().and_then(|m| m.get("name")).and_then(|n| n.as_str()).unwrap_or("(unnamed)");
     println!("{name}: artifact {} in {} file(s), {} payload bytes", hex(&artifact.artifact_id()), root.files.len(), root.payload_bytes());
-    println!("{gpu_note}");
-    println!("{:<24} {:<22} {:<26} {:<16} {:>12}  dequant / matvec", "id", "format", "layout", "shape", "bytes");
-    let show = |s: &serde_json::Value| match s.get("status").and_then(|v| v.as_str()) {
-        Some("supported") => "supported".to_string(),
-        Some(_) => format!("unsupported: {}", s.get("reason").and_then(|r| r.as_str()).unwrap_or("")),
-        None => "-".to_string(),
-    };
-    for t in &tensors {
-        let status = match t["error"].as_str() {
-            Some(e) => format!("error: {e}"),
-            None => format!("{} / {}", show(&t["dequant"]), show(&t["matvec"])),
-        };
-        println!("{:<24} {:<22} {:<26} {:<16} {:>12}  {status}", t["id"].as_str().unwrap_or(""), t["format"].as_str().unwrap_or(""), t["layout"].as_str().unwrap_or(""), t["shape"].to_string(), t["bytes"].as_u64().unwrap_or(0));
-    }
+    print_tensors(&gpu_note, &tensors);
     for r in &resources {
         println!("resource {} ({}, {} bytes)", r["id"].as_str().unwrap_or(""), r["encoding"].as_str().unwrap_or(""), r["bytes"].as_u64().unwrap_or(0));
     }
@@ -130,8 +187,8 @@ fn le_bytes(d: Dequantized) -> Vec<u8> {
 
 /// `dequant`: the logical tensor's values, C order, raw little-endian.
 pub fn dequant(file: &Path, tensor: &str, device: Device, adapter: Option<String>, output: &Path) -> Result<bool, Error> {
-    let artifact = Artifact::open(file)?;
-    let pieces = artifact.resolve(tensor)?;
+    let opened = Opened::open(file)?;
+    let pieces = opened.pieces(tensor)?;
     let mut out = Vec::new();
     match device {
         Device::Cpu => {
@@ -162,8 +219,8 @@ fn read_f32s(path: &Path) -> Result<Vec<f32>, Error> {
 
 /// `matvec`: `y = W x` for a rank-2 tensor, raw little-endian f32.
 pub fn matvec(file: &Path, tensor: &str, x: &Path, device: Device, adapter: Option<String>, output: &Path) -> Result<bool, Error> {
-    let artifact = Artifact::open(file)?;
-    let pieces = artifact.resolve(tensor)?;
+    let opened = Opened::open(file)?;
+    let pieces = opened.pieces(tensor)?;
     let x = read_f32s(x)?;
     let mut y: Vec<f32> = Vec::new();
     match device {
