@@ -127,7 +127,7 @@ impl BlockWords {
         let Geometry::Block { values, bytes } = self.format.spec().geometry else {
             return Err(Error::Words(format!("{} is not a GGUF block format", self.format)));
         };
-        if self.k % values != 0 {
+        if !self.k.is_multiple_of(values) {
             return Err(Error::Words(format!("{}: K = {} is not a multiple of {values}", self.format, self.k)));
         }
         count("gguf block bytes", self.n.saturating_mul(self.k / values).saturating_mul(bytes), self.bytes.len())
@@ -205,7 +205,7 @@ impl Nvfp4Words {
         let f = Format::Nvfp4;
         count("nvfp4 codes", self.n.saturating_mul(self.k), self.codes.len())?;
         count("nvfp4 scales", self.n.saturating_mul(self.k / 16), self.scales.len())?;
-        if self.divisors.is_empty() || self.n % self.divisors.len() != 0 {
+        if self.divisors.is_empty() || !self.n.is_multiple_of(self.divisors.len()) {
             return Err(Error::Words(format!("nvfp4: {} divisors cannot split {} rows into equal sources", self.divisors.len(), self.n)));
         }
         if let Some(i) = self.codes.iter().position(|&c| c > 0xF) {

@@ -2,7 +2,7 @@
 //! root, optional continuation parts, and one logical payload concatenated across files.
 //!
 //! Reading is memory-mapped: [`Artifact::open`] checks headers, the JSON root and file sizes, and
-//! touches no payload byte. Per-object checks that need the registries (format and layout names,
+//! touches no payload byte. Per-object checks (256-byte tensor alignment, format and layout names,
 //! the layout's encoded size) run when an object is first used, as the spec requires, so an
 //! artifact carrying a format this build does not know still opens. Tensors come back as
 //! [`EncodedTensor`](crate::EncodedTensor)s borrowed from the map; only an object that straddles

@@ -4,7 +4,7 @@
 
 use super::json::parse_strict;
 use super::root::{Binding, ObjectEntry, ObjectKind, Root};
-use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN};
+use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::layout::Layout;
@@ -90,6 +90,11 @@ impl Artifact {
             return Err(violation(rule::ENTRY_HEADER, format!("{} is {len} bytes", path.display())));
         }
         let entry = map(&file, path)?;
+        // Sizes below come from the map itself, not the metadata read before mapping.
+        let len = entry.len() as u64;
+        if len < HEADER_BYTES as u64 {
+            return Err(violation(rule::ENTRY_HEADER, format!("{} is {len} bytes", path.display())));
+        }
         if entry[..8] != ENTRY_MAGIC {
             return Err(violation(rule::ENTRY_HEADER, format!("{} starts with {}", path.display(), hex(&entry[..8]))));
         }
@@ -166,6 +171,11 @@ impl Artifact {
             return Err(Error::Unsupported(format!("object {id:?} is a resource, not a tensor")));
         };
         let at = format!("object {id:?}");
+        // container.md: "encoded sizes, alignment and format/layout names are checked when an
+        // object is first used" — so a misaligned tensor does not stop the artifact opening.
+        if o.offset % TENSOR_ALIGN != 0 {
+            return Err(violation(rule::TENSOR_OFFSET, format!("{at}: offset {} is not a multiple of {TENSOR_ALIGN}", o.offset)));
+        }
         let format: Format = format.parse().map_err(|e| violation(rule::TENSOR_NAMES, format!("{at}: {e}")))?;
         let layout: Layout = layout.parse().map_err(|e| violation(rule::TENSOR_NAMES, format!("{at}: {e}")))?;
         let desc = TensorDesc::new(format, layout, shape).with_divisors(*divisors);
@@ -287,6 +297,10 @@ fn open_part(path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u
         return Err(violation(rule::PART_HEADER, format!("{} is {len} bytes", path.display())));
     }
     let part = map(&file, path)?;
+    let len = part.len() as u64;
+    if len < HEADER_BYTES as u64 {
+        return Err(violation(rule::PART_HEADER, format!("{} is {len} bytes", path.display())));
+    }
     if part[..8] != PART_MAGIC {
         return Err(violation(rule::PART_HEADER, format!("{} starts with {}", path.display(), hex(&part[..8]))));
     }

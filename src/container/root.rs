@@ -5,7 +5,7 @@
 //! each refusal has to name its rule and its place (`objects[3] ("w")`), and serde's messages
 //! name neither.
 
-use super::{rule, violation, MAX_RANK, TENSOR_ALIGN};
+use super::{rule, violation, MAX_RANK};
 use crate::error::Result;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -336,9 +336,6 @@ fn parse_object(v: &Value, i: usize) -> Result<ObjectEntry> {
         let format = string(m.get("format"), members_rule, &format!("{at}.format"))?.to_owned();
         let layout = string(m.get("layout"), members_rule, &format!("{at}.layout"))?.to_owned();
         let shape = parse_shape(m.get("shape"), &at)?;
-        if offset % TENSOR_ALIGN != 0 {
-            return Err(violation(rule::TENSOR_OFFSET, format!("{at}.offset is {offset}")));
-        }
         let divisors = match m.get("divisors") {
             None => 1,
             Some(d) => d.as_u64().filter(|&d| d > 0).and_then(|d| usize::try_from(d).ok()).ok_or_else(|| violation(rule::TENSOR_DIVISORS, format!("{at}.divisors is {d}")))?,

@@ -51,10 +51,13 @@ fn io(path: &Path, e: std::io::Error) -> Error {
     Error::Io(format!("{}: {e}", path.display()))
 }
 
-/// 16 random bytes from the OS, as container.md asks writers to use (a random UUID's bytes).
+/// A random (version 4) UUID's bytes from the OS, as container.md asks writers to use.
 fn random_id() -> Result<[u8; 16]> {
     let mut id = [0u8; 16];
     getrandom::fill(&mut id).map_err(|e| Error::Io(format!("no OS randomness for the artifact id: {e}")))?;
+    // RFC 9562: version 4 in the high nibble of byte 6, variant 0b10 in the top bits of byte 8.
+    id[6] = (id[6] & 0x0F) | 0x40;
+    id[8] = (id[8] & 0x3F) | 0x80;
     Ok(id)
 }
 

@@ -30,7 +30,7 @@ fn from_gguf_blocks(format: Format, source: Format, n: usize, k: usize, blocks: 
     let PayloadGeometry::RowSplit(g) = &geometry else {
         return Err(Error::Unsupported(format!("{format} is not a row_split_k128_v1 format")));
     };
-    if k % values != 0 || g.spec.group != values || g.spec.base_bytes != block_bytes - 2 {
+    if !k.is_multiple_of(values) || g.spec.group != values || g.spec.base_bytes != block_bytes - 2 {
         return Err(Error::Shape { layout: Layout::GgufBlocksV1.name(), rule: "K % block_values == 0 and blocks match the target's groups", detail: format!("{source} into {format} with K = {k}") });
     }
     let per_row = k / values;

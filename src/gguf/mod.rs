@@ -51,7 +51,7 @@ pub fn dequantize_blocks(format: Format, blocks: &[u8]) -> Result<Vec<f32>> {
     let (Geometry::Block { values, bytes }, Some(decode)) = (format.spec().geometry, block_decoder(format)) else {
         return Err(Error::Unsupported(format!("{format} is not a GGUF block format")));
     };
-    if blocks.len() % bytes != 0 {
+    if !blocks.len().is_multiple_of(bytes) {
         return Err(Error::Words(format!("{format}: {} bytes is not a whole number of {bytes}-byte blocks", blocks.len())));
     }
     let mut out = vec![0f32; blocks.len() / bytes * values];

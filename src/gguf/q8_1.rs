@@ -26,7 +26,7 @@ impl BlockQ8_1 {
 
 /// Quantizes `x` (a multiple of 32 long, finite) exactly as ggml does.
 pub fn quantize(x: &[f32]) -> Result<Vec<BlockQ8_1>> {
-    if x.len() % QK8_1 != 0 {
+    if !x.len().is_multiple_of(QK8_1) {
         return Err(Error::Words(format!("q8_1 quantizes whole blocks of {QK8_1} values; got {}", x.len())));
     }
     if let Some(i) = x.iter().position(|v| !v.is_finite()) {

@@ -168,7 +168,7 @@ impl<'a> Cursor<'a> {
                 let min = match elem {
                     0 | 1 | 7 => 1,
                     2 | 3 => 2,
-                    4 | 5 | 6 => 4,
+                    4..=6 => 4,
                     8 | 10 | 11 | 12 => 8,
                     9 => 12,
                     t => return Err(malformed("value types are 0..=12", format!("array element type {t}"))),

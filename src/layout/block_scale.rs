@@ -38,7 +38,7 @@ impl Geometry {
         if k % (GROUP * TILE_GROUPS) != 0 {
             return rule("K % 64 == 0", format!("K = {k}"));
         }
-        if divisors == 0 || n % divisors != 0 || (n / divisors) % TILE_ROWS != 0 {
+        if divisors == 0 || n % divisors != 0 || !(n / divisors).is_multiple_of(TILE_ROWS) {
             return rule("divisors >= 1 and N / divisors is a multiple of 128", format!("N = {n}, divisors = {divisors}"));
         }
         let code_bytes = sized(LAYOUT, n.checked_mul(k).map(|c| c / 2))?;
@@ -109,7 +109,7 @@ impl Geometry {
         let row_divisor: Vec<u32> = rows.iter().map(|&r| words.divisors[r / span]).collect();
         let n = rows.len();
         let divisors = (1..=n / TILE_ROWS)
-            .filter(|d| n % d == 0 && (n / d) % TILE_ROWS == 0)
+            .filter(|d| n.is_multiple_of(*d) && (n / d).is_multiple_of(TILE_ROWS))
             .find(|&d| row_divisor.chunks(n / d).all(|run| run.iter().all(|&v| v == run[0])))
             .ok_or_else(|| Error::Shape {
                 layout: LAYOUT.name(),

@@ -139,3 +139,14 @@ fn input_columns_that_repeat_a_column_are_refused() {
     let u = a.root().uses[1].clone();
     assert_rule(a.resolve_use(&u), rule::AUX_COLUMNS);
 }
+
+#[test]
+fn tensor_offsets_are_multiples_of_256_checked_at_first_use() {
+    // container.md defers alignment, like sizes and names, to first use: the artifact opens and
+    // only the misaligned tensor is refused.
+    let f = fixture("offset-128", Some(500));
+    edit_json(&f.entry, |v| object(v, "b")["offset"] = json!(2048 + 128));
+    let a = Artifact::open(&f.entry).expect("a misaligned tensor does not stop the artifact opening");
+    assert_eq!(a.tensor("w").unwrap().payload(), f.tensors["w"].payload(), "other objects stay usable");
+    assert_rule(a.tensor("b"), rule::TENSOR_OFFSET);
+}

@@ -219,3 +219,25 @@ fn opening_a_16_gib_artifact_reads_headers_and_json_only() {
     assert!(matches!(big, Cow::Borrowed(_)) && big.len() as u64 == BIG);
     assert_eq!(big[big.len() - 1], 0, "the last byte is reachable through the map");
 }
+
+#[test]
+fn parts_are_renamed_into_place_before_the_entry() {
+    // Block the rename of the last part (a directory sits at its name): the write must fail
+    // before the entry exists, so nothing half-written can be opened. Were the entry renamed
+    // first, it would exist now.
+    let f = fixture("rt-order", Some(500));
+    let dir = f.dir.path().join("fresh");
+    std::fs::create_dir(&dir).unwrap();
+    let entry = dir.join("model.ninfer");
+    let mut w = ArtifactWriter::new().part_limit(500);
+    for (id, t) in &f.tensors {
+        w.add_tensor(id.clone(), t.clone());
+    }
+    w.add_resource("tok", f.resource.clone());
+    std::fs::create_dir(dir.join("model.ninfer.part-0004")).unwrap();
+    assert!(w.write(&entry).is_err(), "a part that cannot be put in place fails the write");
+    assert!(!entry.exists(), "the entry is renamed only after every part");
+    std::fs::remove_dir(dir.join("model.ninfer.part-0004")).unwrap();
+    w.write(&entry).unwrap();
+    Artifact::open(&entry).expect("the retried write opens");
+}
