@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, Op};
 use ninfer_wgpu::testgen::{random_activation, random_words, Rng, Words};
-use ninfer_wgpu::{Category, EncodedTensor, Format};
+use ninfer_wgpu::{EncodedTensor, Format};
 use std::time::Duration;
 
 const N: usize = 4096;
@@ -22,7 +22,8 @@ fn matvec(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("matvec {N}x{K} on {}", gpu.platform().name));
     group.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
     let mut rng = Rng::new(42);
-    for format in Format::ALL.into_iter().filter(|f| !matches!(f.category(), Category::GgufBlock | Category::DirectInt)) {
+    let with_matvec: Vec<Format> = capability::kernel_keys().into_iter().filter(|k| k.op == Op::Matvec).map(|k| k.format).collect();
+    for format in Format::ALL.into_iter().filter(|f| with_matvec.contains(f)) {
         let tensor = EncodedTensor::encode(&random_words(format, &[N, K], 1, &mut rng, Words::Finite).expect("words"), format.spec().layouts[0]).expect("encode");
         let uploaded = gpu.upload(&tensor).expect("upload");
         let x = random_activation(K, &mut rng);

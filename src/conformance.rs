@@ -54,10 +54,11 @@ pub fn shapes(format: Format, tier: Tier) -> Vec<Vec<usize>> {
         Geometry::BlockScaled { .. } => vec![vec![128, 64], vec![256, 128], vec![384, 192]],
         Geometry::Direct { .. } => vec![vec![1, 1], vec![3, 5], vec![5, 33], vec![9, 1000], vec![2, 3, 5], vec![], vec![7]],
         Geometry::Grouped { .. } | Geometry::RowScaled { .. } => vec![vec![1, 1], vec![1, 64], vec![3, 65], vec![6, 200], vec![67, 1000], vec![13, 4304]],
-        Geometry::Block { .. } => vec![],
+        Geometry::Block { values, .. } => vec![vec![1, values], vec![3, 2 * values], vec![67, 1024], vec![5, 4096 + values]],
     };
     if tier == Tier::Slow && !s.is_empty() {
-        // N >= 4096 and K >= 14336; both divisible by nvfp4's 128 rows and 64 columns.
+        // N >= 4096 and K >= 14336; divisible by nvfp4's 128 rows and 64 columns and by every
+        // ggml block.
         s.push(vec![4096, 14336]);
     }
     s

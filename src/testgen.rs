@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::{CodeMapping, Format, Geometry, ScaleWord};
-use crate::words::{DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
+use crate::words::{BlockWords, DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
 
 /// SplitMix64: tiny, fast, and good enough to pick words; not for cryptography.
 #[derive(Debug, Clone)]
@@ -163,6 +163,36 @@ fn fp8_row(format: Format, scale: ScaleWord, n: usize, k: usize, rng: &mut Rng) 
     Fp8RowWords { format, n, k, codes, scales }
 }
 
+/// Byte offsets of the binary16 multipliers inside a ggml block (layouts.md). iq1_m spreads its
+/// scale over four nibbles and is not generated.
+fn gguf_f16_offsets(format: Format) -> Option<&'static [usize]> {
+    use Format::*;
+    match format {
+        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufIq4Xs | GgufIq2Xxs | GgufIq2Xs | GgufIq2S | GgufIq3Xxs | GgufIq3S | GgufIq1S => Some(&[0]),
+        GgufQ2K => Some(&[80, 82]),
+        GgufQ3K => Some(&[108]),
+        GgufQ4K | GgufQ5K => Some(&[0, 2]),
+        GgufQ6K => Some(&[208]),
+        GgufIq1M => None,
+        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
+    }
+}
+
+/// Random ggml blocks: random bytes with finite binary16 multipliers (the edge scales included).
+fn gguf_blocks(format: Format, n: usize, k: usize, values: usize, bytes: usize, rng: &mut Rng, words: Words) -> Result<BlockWords> {
+    let offsets = gguf_f16_offsets(format).ok_or_else(|| Error::Unsupported(format!("{format}: random blocks are not generated")))?;
+    if k % values != 0 {
+        return Err(Error::Words(format!("{format}: K = {k} is not a multiple of {values}")));
+    }
+    let mut out: Vec<u8> = (0..n * k / values * bytes).map(|_| rng.next_u32() as u8).collect();
+    for block in out.chunks_exact_mut(bytes) {
+        for &at in offsets {
+            block[at..at + 2].copy_from_slice(&grouped_scale(rng, words, false).to_le_bytes());
+        }
+    }
+    Ok(BlockWords { format, n, k, bytes: out })
+}
+
 /// Random valid logical words of `format` with logical `shape` (and nvfp4's `divisors`).
 pub fn random_words(format: Format, shape: &[usize], divisors: usize, rng: &mut Rng, words: Words) -> Result<LogicalWords> {
     let matrix = || match shape {
@@ -183,7 +213,10 @@ pub fn random_words(format: Format, shape: &[usize], divisors: usize, rng: &mut 
             let (n, k) = matrix()?;
             LogicalWords::Fp8Row(fp8_row(format, scale, n, k, rng))
         }
-        Geometry::Block { .. } => return Err(Error::Unsupported(format!("{format}: random GGUF blocks are not generated here"))),
+        Geometry::Block { values, bytes } => {
+            let (n, k) = matrix()?;
+            LogicalWords::Blocks(gguf_blocks(format, n, k, values, bytes, rng, words)?)
+        }
     })
 }
 

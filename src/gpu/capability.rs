@@ -30,9 +30,8 @@ pub struct Row {
 
 /// The format-level rule, independent of the platform.
 fn format_rule(format: Format, op: Op, variant: Variant) -> Status {
-    let layout = format.spec().layouts[0];
-    if Codec::for_layout(layout).is_none() {
-        return Status::Unsupported(format!("not yet implemented: no {layout} kernel (gguf block kernels are a later issue)"));
+    if Codec::for_format(format).is_none() {
+        return Status::Unsupported(format!("not yet implemented: no kernel for {format} (k-quant and i-quant kernels are a later issue)"));
     }
     match (format.category(), op, variant) {
         (Category::DirectInt, Op::Matvec, _) => Status::Unsupported("int32 has no matvec: integer tensors are indexes, not weights".into()),

@@ -12,6 +12,7 @@ const CODEC_CONTIGUOUS: &str = include_str!("../../shaders/codecs/contiguous.wgs
 const CODEC_ROW_SPLIT: &str = include_str!("../../shaders/codecs/row_split.wgsl");
 const CODEC_BLOCK_SCALE: &str = include_str!("../../shaders/codecs/block_scale.wgsl");
 const CODEC_FP8_ROWS: &str = include_str!("../../shaders/codecs/fp8_rows.wgsl");
+const CODEC_GGUF_BLOCKS: &str = include_str!("../../shaders/codecs/gguf_blocks.wgsl");
 const OP_DEQUANT: &str = include_str!("../../shaders/ops/dequant.wgsl");
 const OP_MATVEC: &str = include_str!("../../shaders/ops/matvec.wgsl");
 const OP_MATVEC_SUBGROUP: &str = include_str!("../../shaders/ops/matvec_subgroup.wgsl");
@@ -48,6 +49,7 @@ pub enum Codec {
     RowSplit,
     BlockScale,
     Fp8Rows,
+    GgufBlocks,
 }
 
 impl Op {
@@ -71,14 +73,14 @@ impl Variant {
 }
 
 impl Codec {
-    /// The codec for a layout; `None` where no kernel exists yet (gguf blocks).
-    pub fn for_layout(layout: Layout) -> Option<Codec> {
-        match layout {
+    /// The codec of a format; `None` where no kernel exists yet (k-quants and i-quants).
+    pub fn for_format(format: Format) -> Option<Codec> {
+        match format.spec().layouts[0] {
             Layout::ContiguousLeV1 => Some(Codec::Contiguous),
             Layout::RowSplitK128V1 => Some(Codec::RowSplit),
             Layout::BlockScaleK16M128x4V1 => Some(Codec::BlockScale),
             Layout::RowScaleV1 | Layout::RowInterleavedV1 => Some(Codec::Fp8Rows),
-            Layout::GgufBlocksV1 => None,
+            Layout::GgufBlocksV1 => gguf_kind(format).map(|_| Codec::GgufBlocks),
         }
     }
 
@@ -88,6 +90,7 @@ impl Codec {
             Codec::RowSplit => CODEC_ROW_SPLIT,
             Codec::BlockScale => CODEC_BLOCK_SCALE,
             Codec::Fp8Rows => CODEC_FP8_ROWS,
+            Codec::GgufBlocks => CODEC_GGUF_BLOCKS,
         }
     }
 }
@@ -114,6 +117,21 @@ impl KernelKey {
     }
 }
 
+/// The inner decoder of `codecs/gguf_blocks.wgsl` for a ggml block format (its `KIND_*`
+/// constants): the legacy blocks whose weight is one exact product `d * q`.
+pub fn gguf_kind(format: Format) -> Option<u32> {
+    use Format::*;
+    match format {
+        GgufQ8_0 => Some(0),
+        GgufQ4_0 => Some(1),
+        GgufQ5_0 => Some(2),
+        GgufIq4Nl => Some(3),
+        GgufQ2_0 => Some(4),
+        GgufQ2K | GgufQ3K | GgufQ4K | GgufQ5K | GgufQ6K | GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq3S | GgufIq2S | GgufIq4Xs | GgufIq1M => None,
+        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
+    }
+}
+
 /// The format's WGSL constants, written from the registry.
 fn constants(format: Format) -> Result<String> {
     let mut s = format!("// {format}: constants generated from the format registry.\n");
@@ -134,7 +152,10 @@ fn constants(format: Format) -> Result<String> {
         }
         Geometry::BlockScaled { .. } => Ok(()),
         Geometry::RowScaled { scale } => writeln!(s, "const SCALE_BF16: bool = {};", scale == ScaleWord::Bf16),
-        Geometry::Block { .. } => return Err(unsupported()),
+        Geometry::Block { values, bytes } => {
+            let kind = gguf_kind(format).ok_or_else(unsupported)?;
+            writeln!(s, "const BLOCK_VALUES: u32 = {values}u;\nconst BLOCK_BYTES: u32 = {bytes}u;\nconst GGUF_KIND: u32 = {kind}u;")
+        }
     }
     .map_err(|e| Error::Unsupported(e.to_string()))?;
     Ok(s)
@@ -142,8 +163,7 @@ fn constants(format: Format) -> Result<String> {
 
 /// The complete WGSL module for one kernel.
 pub fn assemble(key: KernelKey) -> Result<String> {
-    let layout = key.format.spec().layouts[0];
-    let codec = Codec::for_layout(layout).ok_or_else(|| Error::Unsupported(format!("{}: no kernel for {layout} yet", key.format)))?;
+    let codec = Codec::for_format(key.format).ok_or_else(|| Error::Unsupported(format!("{}: no kernel yet", key.format)))?;
     // No `enable subgroups;` line: naga (wgpu's native front end) does not accept that directive
     // yet and enables subgroup builtins through the device's SUBGROUP feature instead. A browser
     // build, whose WGSL goes to the browser's own compiler, must prepend it.
