@@ -1,19 +1,63 @@
-// gguf_blocks_v1, ggml's legacy blocks whose value is one exact product d * q: q8_0, q4_0, q5_0,
-// iq4_nl (32 values) and q2_0 (64 values). Row `row` starts at plane0 byte off0 + row*stride0;
-// blocks are BLOCK_BYTES long and not 4-byte aligned (q4_0 is 18 bytes), so every read goes
-// through the unaligned loaders. A 32-value chunk lies inside one block.
+// gguf_blocks_v1: ggml's legacy blocks q8_0, q4_0, q5_0, iq4_nl (32 values), q2_0 (64 values)
+// and the k-quants q4_K, q5_K, q6_K (256 values). Row `row` starts at plane0 byte
+// off0 + row*stride0; blocks are BLOCK_BYTES long and not 4-byte aligned in general (q4_0 is 18
+// bytes, q6_K 210), so every read goes through the unaligned loaders. A 32-value chunk lies
+// inside one block; in a k-quant it is one (or two) of the block's sub-blocks.
 //
 // Constants prepended by the host from the registry: BLOCK_VALUES, BLOCK_BYTES, and GGUF_KIND
 // (which inner decoder below; one per ggml type, like ggml-webgpu's per-type sections).
 //
-// Weight = d * q with d a binary16 (at most 11 significant bits, never an f32 subnormal) and
-// |q| <= 127: exact in binary32, as ggml's dequantize_row_* computes it.
+// Legacy weight = d * q with d a binary16 (at most 11 significant bits, never an f32 subnormal)
+// and |q| <= 127: exact in binary32. k-quants follow ggml's expressions, which are exact too:
+// q4_K/q5_K `(d*sc)*q - dmin*m` multiplies an 11-bit d by a 6-bit scale (17 bits) and a 4/5-bit
+// level (at most 22 bits) exactly, so the one subtraction is the only rounding — fused or not;
+// q6_K `(d*sc)*q` is 11 + 7 + 6 = 24 bits, exact.
 
 const KIND_Q8_0: u32 = 0u;
 const KIND_Q4_0: u32 = 1u;
 const KIND_Q5_0: u32 = 2u;
 const KIND_IQ4_NL: u32 = 3u;
 const KIND_Q2_0: u32 = 4u;
+const KIND_Q4_K: u32 = 5u;
+const KIND_Q5_K: u32 = 6u;
+const KIND_Q6_K: u32 = 7u;
+
+fn is_kquant() -> bool {
+    return GGUF_KIND >= KIND_Q4_K;
+}
+
+fn f16_at(b: u32) -> f32 {
+    return f16_bits_to_f32(p0_u32_at(b) & 0xffffu);
+}
+
+// get_scale_min_k4: the 6-bit (scale, min) of sub-block j from the 12 packed bytes at `at`.
+fn scale_min_k4(j: u32, at: u32) -> vec2<f32> {
+    if j < 4u {
+        return vec2<f32>(f32(p0_u8_at(at + j) & 63u), f32(p0_u8_at(at + j + 4u) & 63u));
+    }
+    let sc = (p0_u8_at(at + j + 4u) & 0xfu) | ((p0_u8_at(at + j - 4u) >> 6u) << 4u);
+    let m = (p0_u8_at(at + j + 4u) >> 4u) | ((p0_u8_at(at + j) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}
+
+// A k-quant chunk's affine map: weight = a * q - b for lanes 0..15 (.xy) and 16..31 (.zw).
+fn kquant_affine(row: u32, c: u32) -> vec4<f32> {
+    let base = block_base(row, c);
+    let j = c % 8u;
+    if GGUF_KIND == KIND_Q6_K {
+        // y = d * sc[is] * q with is = 8n + l/16 + 2t for chunk j = 4n + t.
+        let d = f16_at(base + 208u);
+        let sc = base + 192u + 8u * (j / 4u) + 2u * (j % 4u);
+        let s0 = f32(bitcast<i32>(p0_u8_at(sc) << 24u) >> 24u);
+        let s1 = f32(bitcast<i32>(p0_u8_at(sc + 1u) << 24u) >> 24u);
+        return vec4<f32>(d * s0, 0.0, d * s1, 0.0);
+    }
+    // q4_K, q5_K: d1 = d * sc, m1 = dmin * m for sub-block j.
+    let sm = scale_min_k4(j, base + 4u);
+    let a = f16_at(base) * sm.x;
+    let b = f16_at(base + 2u) * sm.y;
+    return vec4<f32>(a, b, a, b);
+}
 
 fn p0_u8_at(b: u32) -> u32 {
     return (plane0[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
@@ -30,6 +74,43 @@ fn kvalue_iq4nl(i: u32) -> f32 {
 // The block holding chunk c of a row, and the first value of the chunk inside it.
 fn block_base(row: u32, c: u32) -> u32 {
     return P.off0 + row * P.stride0 + (c * 32u / BLOCK_VALUES) * BLOCK_BYTES;
+}
+
+// The chunk's 32 k-quant levels q (unsigned for q4_K/q5_K, q6_K's already minus 32).
+fn kquant_levels(row: u32, c: u32) -> Chunk {
+    let base = block_base(row, c);
+    let j = c % 8u;
+    var q: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        var v: vec4<f32>;
+        if GGUF_KIND == KIND_Q6_K {
+            // Chunk j = 4n + t: ql byte 64n + l (+32 for odd t), low nibble for t < 2, and two
+            // bits of qh byte 128 + 32n + l at shift 2t.
+            let n = j / 4u;
+            let t = j % 4u;
+            let ql = p0_u32_at(base + 64u * n + 4u * i + select(0u, 32u, (t & 1u) == 1u));
+            let qh = p0_u32_at(base + 128u + 32u * n + 4u * i);
+            for (var l = 0u; l < 4u; l++) {
+                let low = (ql >> (8u * l + select(0u, 4u, t >= 2u))) & 15u;
+                let high = (qh >> (8u * l + 2u * t)) & 3u;
+                v[l] = f32(i32(low | (high << 4u)) - 32);
+            }
+        } else {
+            // q4_K, q5_K: sub-block j's values are nibble (j % 2) of the 32 bytes of pair j / 2.
+            let qs = base + select(16u, 48u, GGUF_KIND == KIND_Q5_K) + 32u * (j / 2u);
+            let w = p0_u32_at(qs + 4u * i);
+            let hbits = p0_u32_at(base + 16u + 4u * i);
+            for (var l = 0u; l < 4u; l++) {
+                var u = (w >> (8u * l + 4u * (j % 2u))) & 15u;
+                if GGUF_KIND == KIND_Q5_K {
+                    u += ((hbits >> (8u * l + j)) & 1u) << 4u;
+                }
+                v[l] = f32(u);
+            }
+        }
+        q[i] = v;
+    }
+    return q;
 }
 
 fn chunk_scale(row: u32, c: u32) -> f32 {
@@ -83,6 +164,16 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
 }
 
 fn chunk_bits(row: u32, c: u32) -> ChunkBits {
+    if is_kquant() {
+        let q = kquant_levels(row, c);
+        let f = kquant_affine(row, c);
+        var out: ChunkBits;
+        for (var i = 0u; i < 8u; i++) {
+            let ab = select(f.zw, f.xy, i < 4u);
+            out[i] = bitcast<vec4<u32>>(ab.x * q[i] - vec4<f32>(ab.y));
+        }
+        return out;
+    }
     let q = chunk_levels(row, c);
     let d = chunk_scale(row, c);
     var out: ChunkBits;
@@ -94,6 +185,20 @@ fn chunk_bits(row: u32, c: u32) -> ChunkBits {
 
 // K is a multiple of the block, so every chunk is whole.
 fn chunk_dot(row: u32, c: u32) -> f32 {
+    if is_kquant() {
+        // Σ (a q - b) x = a Σ q x - b Σ x, per 16-lane half.
+        let q = kquant_levels(row, c);
+        let f = kquant_affine(row, c);
+        var qx = vec2<f32>(0.0);
+        var sx = vec2<f32>(0.0);
+        for (var i = 0u; i < 8u; i++) {
+            let x = x4(c, i);
+            let h = select(1u, 0u, i < 4u);
+            qx[h] += dot(q[i], x);
+            sx[h] += x.x + x.y + x.z + x.w;
+        }
+        return f.x * qx.x - f.y * sx.x + f.z * qx.y - f.w * sx.y;
+    }
     let q = chunk_levels(row, c);
     var acc = vec4<f32>(0.0);
     for (var i = 0u; i < 8u; i++) {
