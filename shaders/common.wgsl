@@ -163,3 +163,21 @@ fn x4(c: u32, i: u32) -> vec4<f32> {
 alias Chunk = array<vec4<f32>, 8>;
 // A chunk's 32 exact binary32 words, for dequant.
 alias ChunkBits = array<vec4<u32>, 8>;
+
+// The words of q * s for codecs whose weight is one scale times an integer level (exact there).
+fn scaled_bits(q: Chunk, s: f32) -> ChunkBits {
+    var out: ChunkBits;
+    for (var i = 0u; i < 8u; i++) {
+        out[i] = bitcast<vec4<u32>>(q[i] * s);
+    }
+    return out;
+}
+
+// Σ q x over chunk c.
+fn chunk_sum_qx(q: Chunk, c: u32) -> f32 {
+    var acc = vec4<f32>(0.0);
+    for (var i = 0u; i < 8u; i++) {
+        acc += q[i] * x4(c, i);
+    }
+    return acc.x + acc.y + acc.z + acc.w;
+}

@@ -174,13 +174,7 @@ fn chunk_bits(row: u32, c: u32) -> ChunkBits {
         }
         return out;
     }
-    let q = chunk_levels(row, c);
-    let d = chunk_scale(row, c);
-    var out: ChunkBits;
-    for (var i = 0u; i < 8u; i++) {
-        out[i] = bitcast<vec4<u32>>(q[i] * d);
-    }
-    return out;
+    return scaled_bits(chunk_levels(row, c), chunk_scale(row, c));
 }
 
 // K is a multiple of the block, so every chunk is whole.
@@ -199,12 +193,7 @@ fn chunk_dot(row: u32, c: u32) -> f32 {
         }
         return f.x * qx.x - f.y * sx.x + f.z * qx.y - f.w * sx.y;
     }
-    let q = chunk_levels(row, c);
-    var acc = vec4<f32>(0.0);
-    for (var i = 0u; i < 8u; i++) {
-        acc += q[i] * x4(c, i);
-    }
-    return (acc.x + acc.y + acc.z + acc.w) * chunk_scale(row, c);
+    return chunk_sum_qx(chunk_levels(row, c), c) * chunk_scale(row, c);
 }
 
 fn row_finish(row: u32, acc: f32) -> f32 {

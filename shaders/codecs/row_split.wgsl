@@ -65,23 +65,12 @@ fn chunk_scale(row: u32, c: u32) -> f32 {
 }
 
 fn chunk_bits(row: u32, c: u32) -> ChunkBits {
-    let q = chunk_codes(row, c);
-    let s = chunk_scale(row, c);
-    var out: ChunkBits;
-    for (var i = 0u; i < 8u; i++) {
-        out[i] = bitcast<vec4<u32>>(q[i] * s);
-    }
-    return out;
+    return scaled_bits(chunk_codes(row, c), chunk_scale(row, c));
 }
 
 // Padding lanes hold code 0 and x is zero-padded, so the last partial chunk needs no mask.
 fn chunk_dot(row: u32, c: u32) -> f32 {
-    let q = chunk_codes(row, c);
-    var acc = vec4<f32>(0.0);
-    for (var i = 0u; i < 8u; i++) {
-        acc += q[i] * x4(c, i);
-    }
-    return (acc.x + acc.y + acc.z + acc.w) * chunk_scale(row, c);
+    return chunk_sum_qx(chunk_codes(row, c), c) * chunk_scale(row, c);
 }
 
 fn row_finish(row: u32, acc: f32) -> f32 {
