@@ -81,34 +81,28 @@ fn kquant_levels(row: u32, c: u32) -> Chunk {
     let base = block_base(row, c);
     let j = c % 8u;
     var q: Chunk;
+    let bytes = vec4<u32>(0u, 8u, 16u, 24u);
     for (var i = 0u; i < 8u; i++) {
-        var v: vec4<f32>;
         if GGUF_KIND == KIND_Q6_K {
             // Chunk j = 4n + t: ql byte 64n + l (+32 for odd t), low nibble for t < 2, and two
             // bits of qh byte 128 + 32n + l at shift 2t.
             let n = j / 4u;
             let t = j % 4u;
-            let ql = p0_u32_at(base + 64u * n + 4u * i + select(0u, 32u, (t & 1u) == 1u));
-            let qh = p0_u32_at(base + 128u + 32u * n + 4u * i);
-            for (var l = 0u; l < 4u; l++) {
-                let low = (ql >> (8u * l + select(0u, 4u, t >= 2u))) & 15u;
-                let high = (qh >> (8u * l + 2u * t)) & 3u;
-                v[l] = f32(i32(low | (high << 4u)) - 32);
-            }
+            let ql = vec4<u32>(p0_u32_at(base + 64u * n + 4u * i + select(0u, 32u, (t & 1u) == 1u)));
+            let qh = vec4<u32>(p0_u32_at(base + 128u + 32u * n + 4u * i));
+            let low = (ql >> (bytes + vec4<u32>(select(0u, 4u, t >= 2u)))) & vec4<u32>(15u);
+            let high = (qh >> (bytes + vec4<u32>(2u * t))) & vec4<u32>(3u);
+            q[i] = vec4<f32>(vec4<i32>(low | (high << vec4<u32>(4u))) - vec4<i32>(32));
         } else {
             // q4_K, q5_K: sub-block j's values are nibble (j % 2) of the 32 bytes of pair j / 2.
             let qs = base + select(16u, 48u, GGUF_KIND == KIND_Q5_K) + 32u * (j / 2u);
-            let w = p0_u32_at(qs + 4u * i);
-            let hbits = p0_u32_at(base + 16u + 4u * i);
-            for (var l = 0u; l < 4u; l++) {
-                var u = (w >> (8u * l + 4u * (j % 2u))) & 15u;
-                if GGUF_KIND == KIND_Q5_K {
-                    u += ((hbits >> (8u * l + j)) & 1u) << 4u;
-                }
-                v[l] = f32(u);
+            var u = (vec4<u32>(p0_u32_at(qs + 4u * i)) >> (bytes + vec4<u32>(4u * (j % 2u)))) & vec4<u32>(15u);
+            if GGUF_KIND == KIND_Q5_K {
+                let hbits = vec4<u32>(p0_u32_at(base + 16u + 4u * i));
+                u += ((hbits >> (bytes + vec4<u32>(j))) & vec4<u32>(1u)) << vec4<u32>(4u);
             }
+            q[i] = vec4<f32>(u);
         }
-        q[i] = v;
     }
     return q;
 }
@@ -183,15 +177,21 @@ fn chunk_dot(row: u32, c: u32) -> f32 {
         // Σ (a q - b) x = a Σ q x - b Σ x, per 16-lane half.
         let q = kquant_levels(row, c);
         let f = kquant_affine(row, c);
-        var qx = vec2<f32>(0.0);
-        var sx = vec2<f32>(0.0);
-        for (var i = 0u; i < 8u; i++) {
-            let x = x4(c, i);
-            let h = select(1u, 0u, i < 4u);
-            qx[h] += dot(q[i], x);
-            sx[h] += x.x + x.y + x.z + x.w;
+        var qx0 = vec4<f32>(0.0);
+        var qx1 = vec4<f32>(0.0);
+        var sx0 = vec4<f32>(0.0);
+        var sx1 = vec4<f32>(0.0);
+        for (var i = 0u; i < 4u; i++) {
+            let x0 = x4(c, i);
+            let x1 = x4(c, i + 4u);
+            qx0 += q[i] * x0;
+            qx1 += q[i + 4u] * x1;
+            sx0 += x0;
+            sx1 += x1;
         }
-        return f.x * qx.x - f.y * sx.x + f.z * qx.y - f.w * sx.y;
+        let h0 = vec2<f32>(qx0.x + qx0.y + qx0.z + qx0.w, sx0.x + sx0.y + sx0.z + sx0.w);
+        let h1 = vec2<f32>(qx1.x + qx1.y + qx1.z + qx1.w, sx1.x + sx1.y + sx1.z + sx1.w);
+        return f.x * h0.x - f.y * h0.y + f.z * h1.x - f.w * h1.y;
     }
     return chunk_sum_qx(chunk_levels(row, c), c) * chunk_scale(row, c);
 }
