@@ -1,5 +1,5 @@
 // gguf_blocks_v1: ggml's legacy blocks q8_0, q4_0, q5_0, iq4_nl (32 values), q2_0 (64 values)
-// and the k-quants q4_K, q5_K, q6_K (256 values). Row `row` starts at plane0 byte
+// and the k-quants q2_K, q3_K, q4_K, q5_K, q6_K (256 values). Row `row` starts at plane0 byte
 // off0 + row*stride0; blocks are BLOCK_BYTES long and not 4-byte aligned in general (q4_0 is 18
 // bytes, q6_K 210), so every read goes through the unaligned loaders. A 32-value chunk lies
 // inside one block; in a k-quant it is one (or two) of the block's sub-blocks.
@@ -11,7 +11,8 @@
 // and |q| <= 127: exact in binary32. k-quants follow ggml's expressions, which are exact too:
 // q4_K/q5_K `(d*sc)*q - dmin*m` multiplies an 11-bit d by a 6-bit scale (17 bits) and a 4/5-bit
 // level (at most 22 bits) exactly, so the one subtraction is the only rounding — fused or not;
-// q6_K `(d*sc)*q` is 11 + 7 + 6 = 24 bits, exact.
+// q6_K `(d*sc)*q` is 11 + 7 + 6 = 24 bits, exact; q2_K `d*(sc&15)*q - dmin*(sc>>4)` and q3_K
+// `(d*(sc-32))*q` are 17 and 20 bits before their one (or no) rounding.
 
 const KIND_Q8_0: u32 = 0u;
 const KIND_Q4_0: u32 = 1u;
@@ -21,6 +22,8 @@ const KIND_Q2_0: u32 = 4u;
 const KIND_Q4_K: u32 = 5u;
 const KIND_Q5_K: u32 = 6u;
 const KIND_Q6_K: u32 = 7u;
+const KIND_Q2_K: u32 = 8u;
+const KIND_Q3_K: u32 = 9u;
 
 fn is_kquant() -> bool {
     return GGUF_KIND >= KIND_Q4_K;
@@ -40,10 +43,34 @@ fn scale_min_k4(j: u32, at: u32) -> vec2<f32> {
     return vec2<f32>(f32(sc), f32(m));
 }
 
+// q3_K's 16 signed 6-bit scales, unpacked as ggml does (low 4 bits from bytes 0..7, high 2 bits
+// from bytes 8..11), minus 32; `at` is the 12 packed bytes.
+fn q3_k_scale(i: u32, at: u32) -> f32 {
+    let low = select(p0_u8_at(at + i - 8u) >> 4u, p0_u8_at(at + i) & 15u, i < 8u);
+    let high = (p0_u8_at(at + 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
+    return f32(i32(low | (high << 4u)) - 32);
+}
+
 // A k-quant chunk's affine map: weight = a * q - b for lanes 0..15 (.xy) and 16..31 (.zw).
 fn kquant_affine(row: u32, c: u32) -> vec4<f32> {
     let base = block_base(row, c);
     let j = c % 8u;
+    // q2_K and q3_K: chunk j = 4h + s is shift 2s of half h; its two 16-value parts have scales
+    // is = 8h + 2s and is + 1.
+    let is = 8u * (j / 4u) + 2u * (j % 4u);
+    if GGUF_KIND == KIND_Q2_K {
+        // dl = d * (sc & 0xF), ml = dmin * (sc >> 4); y = dl * q - ml.
+        let d = f16_at(base + 80u);
+        let dmin = f16_at(base + 82u);
+        let s0 = p0_u8_at(base + is);
+        let s1 = p0_u8_at(base + is + 1u);
+        return vec4<f32>(d * f32(s0 & 15u), dmin * f32(s0 >> 4u), d * f32(s1 & 15u), dmin * f32(s1 >> 4u));
+    }
+    if GGUF_KIND == KIND_Q3_K {
+        // dl = d * (scale - 32); y = dl * (q - (hmask bit ? 0 : 4)).
+        let d = f16_at(base + 108u);
+        return vec4<f32>(d * q3_k_scale(is, base + 96u), 0.0, d * q3_k_scale(is + 1u, base + 96u), 0.0);
+    }
     if GGUF_KIND == KIND_Q6_K {
         // y = d * sc[is] * q with is = 8n + l/16 + 2t for chunk j = 4n + t.
         let d = f16_at(base + 208u);
@@ -83,7 +110,18 @@ fn kquant_levels(row: u32, c: u32) -> Chunk {
     var q: Chunk;
     let bytes = vec4<u32>(0u, 8u, 16u, 24u);
     for (var i = 0u; i < 8u; i++) {
-        if GGUF_KIND == KIND_Q6_K {
+        if GGUF_KIND == KIND_Q2_K || GGUF_KIND == KIND_Q3_K {
+            // Chunk j = 4h + s: bits 2s..2s+1 of the 32 code bytes of half h; q3_K subtracts 4
+            // where bit j of the hmask byte is clear.
+            let qs = base + select(16u, 32u, GGUF_KIND == KIND_Q3_K) + 32u * (j / 4u);
+            let low = (vec4<u32>(p0_u32_at(qs + 4u * i)) >> (bytes + vec4<u32>(2u * (j % 4u)))) & vec4<u32>(3u);
+            var level = vec4<i32>(low);
+            if GGUF_KIND == KIND_Q3_K {
+                let hm = (vec4<u32>(p0_u32_at(base + 4u * i)) >> (bytes + vec4<u32>(j))) & vec4<u32>(1u);
+                level -= vec4<i32>(4) * vec4<i32>(vec4<u32>(1u) - hm);
+            }
+            q[i] = vec4<f32>(level);
+        } else if GGUF_KIND == KIND_Q6_K {
             // Chunk j = 4n + t: ql byte 64n + l (+32 for odd t), low nibble for t < 2, and two
             // bits of qh byte 128 + 32n + l at shift 2t.
             let n = j / 4u;

@@ -31,7 +31,7 @@ pub struct Row {
 /// The format-level rule, independent of the platform.
 fn format_rule(format: Format, op: Op, variant: Variant) -> Status {
     if Codec::for_format(format).is_none() {
-        return Status::Unsupported(format!("not yet implemented: no kernel for {format} (the q2_K, q3_K and i-quant kernels are a later issue)"));
+        return Status::Unsupported(format!("not yet implemented: no kernel for {format} (the i-quant kernels are a later issue)"));
     }
     match (format.category(), op, variant) {
         (Category::DirectInt, Op::Matvec, _) => Status::Unsupported("int32 has no matvec: integer tensors are indexes, not weights".into()),

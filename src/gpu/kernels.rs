@@ -118,7 +118,7 @@ impl KernelKey {
 }
 
 /// The inner decoder of `codecs/gguf_blocks.wgsl` for a ggml block format (its `KIND_*`
-/// constants): the legacy blocks (`d * q`) and the q4_K/q5_K/q6_K k-quants.
+/// constants): the legacy blocks (`d * q`) and the k-quants.
 pub fn gguf_kind(format: Format) -> Option<u32> {
     use Format::*;
     match format {
@@ -130,7 +130,9 @@ pub fn gguf_kind(format: Format) -> Option<u32> {
         GgufQ4K => Some(5),
         GgufQ5K => Some(6),
         GgufQ6K => Some(7),
-        GgufQ2K | GgufQ3K | GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq3S | GgufIq2S | GgufIq4Xs | GgufIq1M => None,
+        GgufQ2K => Some(8),
+        GgufQ3K => Some(9),
+        GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq3S | GgufIq2S | GgufIq4Xs | GgufIq1M => None,
         Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
     }
 }
