@@ -163,31 +163,49 @@ fn fp8_row(format: Format, scale: ScaleWord, n: usize, k: usize, rng: &mut Rng) 
     Fp8RowWords { format, n, k, codes, scales }
 }
 
-/// Byte offsets of the binary16 multipliers inside a ggml block (layouts.md). iq1_m spreads its
-/// scale over four nibbles and is not generated.
-fn gguf_f16_offsets(format: Format) -> Option<&'static [usize]> {
+/// Where a ggml block keeps its binary16 multipliers (layouts.md).
+enum F16Fields {
+    /// Whole words at these byte offsets.
+    At(&'static [usize]),
+    /// iq1_m: one word spread over the top nibbles of four u16 words starting at this offset.
+    TopNibbles(usize),
+}
+
+fn gguf_f16_fields(format: Format) -> Option<F16Fields> {
     use Format::*;
     match format {
-        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufIq4Xs | GgufIq2Xxs | GgufIq2Xs | GgufIq2S | GgufIq3Xxs | GgufIq3S | GgufIq1S => Some(&[0]),
-        GgufQ2K => Some(&[80, 82]),
-        GgufQ3K => Some(&[108]),
-        GgufQ4K | GgufQ5K => Some(&[0, 2]),
-        GgufQ6K => Some(&[208]),
-        GgufIq1M => None,
+        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufIq4Xs | GgufIq2Xxs | GgufIq2Xs | GgufIq2S | GgufIq3Xxs | GgufIq3S | GgufIq1S => Some(F16Fields::At(&[0])),
+        GgufQ2K => Some(F16Fields::At(&[80, 82])),
+        GgufQ3K => Some(F16Fields::At(&[108])),
+        GgufQ4K | GgufQ5K => Some(F16Fields::At(&[0, 2])),
+        GgufQ6K => Some(F16Fields::At(&[208])),
+        GgufIq1M => Some(F16Fields::TopNibbles(48)),
         Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
     }
 }
 
 /// Random ggml blocks: random bytes with finite binary16 multipliers (the edge scales included).
 fn gguf_blocks(format: Format, n: usize, k: usize, values: usize, bytes: usize, rng: &mut Rng, words: Words) -> Result<BlockWords> {
-    let offsets = gguf_f16_offsets(format).ok_or_else(|| Error::Unsupported(format!("{format}: random blocks are not generated")))?;
+    let fields = gguf_f16_fields(format).ok_or_else(|| Error::Unsupported(format!("{format} is not a GGUF block format")))?;
     if k % values != 0 {
         return Err(Error::Words(format!("{format}: K = {k} is not a multiple of {values}")));
     }
     let mut out: Vec<u8> = (0..n * k / values * bytes).map(|_| rng.next_u32() as u8).collect();
     for block in out.chunks_exact_mut(bytes) {
-        for &at in offsets {
-            block[at..at + 2].copy_from_slice(&grouped_scale(rng, words, false).to_le_bytes());
+        match fields {
+            F16Fields::At(offsets) => {
+                for &at in offsets {
+                    block[at..at + 2].copy_from_slice(&grouped_scale(rng, words, false).to_le_bytes());
+                }
+            }
+            F16Fields::TopNibbles(at) => {
+                let d = grouped_scale(rng, words, false);
+                for i in 0..4 {
+                    let w = u16::from_le_bytes([block[at + 2 * i], block[at + 2 * i + 1]]);
+                    let w = (w & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12);
+                    block[at + 2 * i..at + 2 * i + 2].copy_from_slice(&w.to_le_bytes());
+                }
+            }
         }
     }
     Ok(BlockWords { format, n, k, bytes: out })

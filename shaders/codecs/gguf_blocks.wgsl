@@ -24,9 +24,22 @@ const KIND_Q5_K: u32 = 6u;
 const KIND_Q6_K: u32 = 7u;
 const KIND_Q2_K: u32 = 8u;
 const KIND_Q3_K: u32 = 9u;
+const KIND_IQ2_XXS: u32 = 10u;
+const KIND_IQ2_XS: u32 = 11u;
+const KIND_IQ2_S: u32 = 12u;
+const KIND_IQ3_XXS: u32 = 13u;
+const KIND_IQ3_S: u32 = 14u;
+const KIND_IQ1_S: u32 = 15u;
+const KIND_IQ1_M: u32 = 16u;
+const KIND_IQ4_XS: u32 = 17u;
 
+// k-quants and i-quants: 256-value blocks whose chunks are affine maps of integer levels.
 fn is_kquant() -> bool {
-    return GGUF_KIND >= KIND_Q4_K;
+    return GGUF_KIND >= KIND_Q4_K && GGUF_KIND < KIND_IQ2_XXS;
+}
+
+fn is_iquant() -> bool {
+    return GGUF_KIND >= KIND_IQ2_XXS;
 }
 
 fn f16_at(b: u32) -> f32 {
@@ -195,10 +208,25 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
     return q;
 }
 
+// The chunk's levels and affine map, for every 256-value block format.
+fn affine_levels(row: u32, c: u32) -> Chunk {
+    if is_iquant() {
+        return iquant_levels(row, c);
+    }
+    return kquant_levels(row, c);
+}
+
+fn affine_map(row: u32, c: u32) -> vec4<f32> {
+    if is_iquant() {
+        return iquant_affine(row, c);
+    }
+    return kquant_affine(row, c);
+}
+
 fn chunk_bits(row: u32, c: u32) -> ChunkBits {
-    if is_kquant() {
-        let q = kquant_levels(row, c);
-        let f = kquant_affine(row, c);
+    if is_kquant() || is_iquant() {
+        let q = affine_levels(row, c);
+        let f = affine_map(row, c);
         var out: ChunkBits;
         for (var i = 0u; i < 8u; i++) {
             let ab = select(f.zw, f.xy, i < 4u);
@@ -211,10 +239,10 @@ fn chunk_bits(row: u32, c: u32) -> ChunkBits {
 
 // K is a multiple of the block, so every chunk is whole.
 fn chunk_dot(row: u32, c: u32) -> f32 {
-    if is_kquant() {
+    if is_kquant() || is_iquant() {
         // Σ (a q - b) x = a Σ q x - b Σ x, per 16-lane half.
-        let q = kquant_levels(row, c);
-        let f = kquant_affine(row, c);
+        let q = affine_levels(row, c);
+        let f = affine_map(row, c);
         var qx0 = vec4<f32>(0.0);
         var qx1 = vec4<f32>(0.0);
         var sx0 = vec4<f32>(0.0);
@@ -236,4 +264,161 @@ fn chunk_dot(row: u32, c: u32) -> f32 {
 
 fn row_finish(row: u32, acc: f32) -> f32 {
     return acc;
+}
+
+// ---- i-quants -------------------------------------------------------------------------------
+// Grid tables (ggml's iq2xxs_grid, iq3s_grid, iq1s_grid, ...) are bound as plane1, as u32 words
+// (a u64 entry is two words, low first). Every chunk is one 32-value sub-block; a lane's level is
+// a grid value times its sign (iq1: grid value plus delta), and the chunk's map is its db (or dl)
+// for lanes 0..15 and 16..31. All of ggml's products here are exact in binary32: an 11-bit d
+// times a <= 5-bit scale factor times a <= 6-bit grid value.
+
+// ksigns_iq2xs[i]: the 7 sign bits of i plus a parity bit that makes the count of negatives even.
+fn ksigns(i: u32) -> u32 {
+    return i | ((countOneBits(i) & 1u) << 7u);
+}
+
+fn signs4(bits: u32, first: u32) -> vec4<f32> {
+    let on = ((vec4<u32>(bits) >> (vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(first))) & vec4<u32>(1u)) != vec4<u32>(0u);
+    return select(vec4<f32>(1.0), vec4<f32>(-1.0), on);
+}
+
+// The four unsigned bytes of a grid word as f32.
+fn grid_bytes(w: u32) -> vec4<f32> {
+    return vec4<f32>((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u));
+}
+
+// The four int8 bytes of an iq1s_grid word (-1, 0, 1) as f32.
+fn grid_ternary(w: u32) -> vec4<f32> {
+    return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+
+fn u16_at(b: u32) -> u32 {
+    return p0_u32_at(b) & 0xffffu;
+}
+
+// iq1_m's binary16 super-scale, spread over the top nibbles of the four u16 scale words.
+fn iq1_m_d(base: u32) -> f32 {
+    let s0 = u16_at(base + 48u);
+    let s1 = u16_at(base + 50u);
+    let s2 = u16_at(base + 52u);
+    let s3 = u16_at(base + 54u);
+    return f16_bits_to_f32((s0 >> 12u) | ((s1 >> 8u) & 0x00f0u) | ((s2 >> 4u) & 0x0f00u) | (s3 & 0xf000u));
+}
+
+fn iquant_affine(row: u32, c: u32) -> vec4<f32> {
+    let base = block_base(row, c);
+    let ib = c % 8u;
+    switch GGUF_KIND {
+        case KIND_IQ2_XXS: {
+            let db = f16_at(base) * (0.5 + f32(p0_u32_at(base + 2u + 8u * ib + 4u) >> 28u)) * 0.25;
+            return vec4<f32>(db, 0.0, db, 0.0);
+        }
+        case KIND_IQ3_XXS: {
+            let db = f16_at(base) * (0.5 + f32(p0_u32_at(base + 66u + 4u * ib) >> 28u)) * 0.5;
+            return vec4<f32>(db, 0.0, db, 0.0);
+        }
+        case KIND_IQ2_XS, KIND_IQ2_S: {
+            let sc = p0_u8_at(base + select(66u, 74u, GGUF_KIND == KIND_IQ2_S) + ib);
+            let d = f16_at(base);
+            return vec4<f32>(d * (0.5 + f32(sc & 15u)) * 0.25, 0.0, d * (0.5 + f32(sc >> 4u)) * 0.25, 0.0);
+        }
+        case KIND_IQ3_S: {
+            let sc = (p0_u8_at(base + 106u + ib / 2u) >> (4u * (ib % 2u))) & 15u;
+            let db = f16_at(base) * f32(1u + 2u * sc);
+            return vec4<f32>(db, 0.0, db, 0.0);
+        }
+        case KIND_IQ1_S: {
+            let qh = u16_at(base + 34u + 2u * ib);
+            let dl = f16_at(base) * f32(2u * ((qh >> 12u) & 7u) + 1u);
+            return vec4<f32>(dl, 0.0, dl, 0.0);
+        }
+        case KIND_IQ1_M: {
+            let s = u16_at(base + 48u + 2u * (ib / 2u));
+            let d = iq1_m_d(base);
+            let shift = 6u * (ib % 2u);
+            return vec4<f32>(d * f32(2u * ((s >> shift) & 7u) + 1u), 0.0, d * f32(2u * ((s >> (shift + 3u)) & 7u) + 1u), 0.0);
+        }
+        default: {
+            // iq4_xs: 6-bit scales minus 32.
+            let low = (p0_u8_at(base + 4u + ib / 2u) >> (4u * (ib % 2u))) & 15u;
+            let ls = i32(low | (((u16_at(base + 2u) >> (2u * ib)) & 3u) << 4u)) - 32;
+            let dl = f16_at(base) * f32(ls);
+            return vec4<f32>(dl, 0.0, dl, 0.0);
+        }
+    }
+}
+
+fn iquant_levels(row: u32, c: u32) -> Chunk {
+    let base = block_base(row, c);
+    let ib = c % 8u;
+    var q: Chunk;
+    for (var l = 0u; l < 4u; l++) {
+        var lo: vec4<f32>;
+        var hi: vec4<f32>;
+        switch GGUF_KIND {
+            case KIND_IQ2_XXS: {
+                let idx = (p0_u32_at(base + 2u + 8u * ib) >> (8u * l)) & 255u;
+                let sg = ksigns((p0_u32_at(base + 2u + 8u * ib + 4u) >> (7u * l)) & 127u);
+                lo = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
+                hi = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
+            }
+            case KIND_IQ2_XS: {
+                let v = u16_at(base + 2u + 2u * (4u * ib + l));
+                let idx = v & 511u;
+                let sg = ksigns(v >> 9u);
+                lo = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
+                hi = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
+            }
+            case KIND_IQ2_S: {
+                let idx = p0_u8_at(base + 2u + 4u * ib + l) | ((p0_u8_at(base + 66u + ib) << (8u - 2u * l)) & 0x300u);
+                let sg = p0_u8_at(base + 34u + 4u * ib + l);
+                lo = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
+                hi = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
+            }
+            case KIND_IQ3_XXS: {
+                let sg = ksigns((p0_u32_at(base + 66u + 4u * ib) >> (7u * l)) & 127u);
+                lo = grid_bytes(plane1[p0_u8_at(base + 2u + 8u * ib + 2u * l)]) * signs4(sg, 0u);
+                hi = grid_bytes(plane1[p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u)]) * signs4(sg, 4u);
+            }
+            case KIND_IQ3_S: {
+                let qh = p0_u8_at(base + 66u + ib);
+                let i1 = p0_u8_at(base + 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u);
+                let i2 = p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u) | ((qh << (7u - 2u * l)) & 256u);
+                let sg = p0_u8_at(base + 74u + 4u * ib + l);
+                lo = grid_bytes(plane1[i1]) * signs4(sg, 0u);
+                hi = grid_bytes(plane1[i2]) * signs4(sg, 4u);
+            }
+            case KIND_IQ1_S: {
+                let qh = u16_at(base + 34u + 2u * ib);
+                let idx = p0_u8_at(base + 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8u);
+                let delta = select(0.125, -0.125, (qh & 0x8000u) != 0u);
+                lo = grid_ternary(plane1[2u * idx]) + vec4<f32>(delta);
+                hi = grid_ternary(plane1[2u * idx + 1u]) + vec4<f32>(delta);
+            }
+            case KIND_IQ1_M: {
+                // Grid index bits 8..10 and the delta's sign: nibble l of the two qh bytes.
+                let h = p0_u8_at(base + 32u + 2u * ib + l / 2u) >> (4u * (l % 2u));
+                let idx = p0_u8_at(base + 4u * ib + l) | ((h & 7u) << 8u);
+                let delta = select(0.125, -0.125, (h & 8u) != 0u);
+                lo = grid_ternary(plane1[2u * idx]) + vec4<f32>(delta);
+                hi = grid_ternary(plane1[2u * idx + 1u]) + vec4<f32>(delta);
+            }
+            default: {
+                // iq4_xs: lanes 0..15 are the low nibbles of the sub-block's 16 bytes, 16..31 the
+                // high ones; group l covers lanes 8l..8l+7.
+                let half = l / 2u;
+                let w0 = p0_u32_at(base + 8u + 16u * ib + 8u * (l % 2u));
+                let w1 = p0_u32_at(base + 8u + 16u * ib + 8u * (l % 2u) + 4u);
+                let shift = vec4<u32>(0u, 8u, 16u, 24u) + vec4<u32>(4u * half);
+                let n0 = (vec4<u32>(w0) >> shift) & vec4<u32>(15u);
+                let n1 = (vec4<u32>(w1) >> shift) & vec4<u32>(15u);
+                lo = vec4<f32>(kvalue_iq4nl(n0.x), kvalue_iq4nl(n0.y), kvalue_iq4nl(n0.z), kvalue_iq4nl(n0.w));
+                hi = vec4<f32>(kvalue_iq4nl(n1.x), kvalue_iq4nl(n1.y), kvalue_iq4nl(n1.z), kvalue_iq4nl(n1.w));
+            }
+        }
+        q[2u * l] = lo;
+        q[2u * l + 1u] = hi;
+    }
+    return q;
 }

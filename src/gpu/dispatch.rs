@@ -46,6 +46,8 @@ enum PlaneRef {
     Same { index: usize, extra: u64 },
     /// A small table every pass binds whole (nvfp4 divisors).
     Fixed { offset: u64 },
+    /// The format's lookup grid (i-quants), a device buffer of its own bound whole.
+    Grid,
 }
 
 /// The kernel's view of a tensor: rows of K values, its planes and codec parameters.
@@ -98,7 +100,10 @@ fn view(geometry: &PayloadGeometry) -> View {
             aux: [0, 0],
             row_quantum: 1,
         },
-        PayloadGeometry::Gguf(g) => View { rows: g.n as u64, k: g.k as u64, planes: [Rows { offset: 0, stride: g.row_bytes as u64 }, unused, unused], aux: [0, 0], row_quantum: 1 },
+        PayloadGeometry::Gguf(g) => {
+            let grid = if kernels::gguf_grid(g.format).is_some() { Grid } else { unused };
+            View { rows: g.n as u64, k: g.k as u64, planes: [Rows { offset: 0, stride: g.row_bytes as u64 }, grid, unused], aux: [0, 0], row_quantum: 1 }
+        }
     }
 }
 
@@ -232,6 +237,7 @@ impl Prepared {
         })?;
 
         let label = format!("{} {:?}", KernelKey { format: desc.format, op, variant }.label(), desc.shape);
+        let grid = gpu.grid_buffer(desc.format)?;
         let mut passes = Vec::new();
         let mut r0 = 0u64;
         while r0 < v.rows {
@@ -255,6 +261,8 @@ impl Prepared {
                         let ws = align_down(offset, align);
                         (ws, buffer_len - ws, offset - ws, 0)
                     }
+                    // Bound from the grid buffer below; nothing of the payload.
+                    PlaneRef::Grid => (0, 0, 0, 0),
                 };
             }
             let out_start = r0 * out_per_row;
@@ -286,17 +294,21 @@ impl Prepared {
             };
             let bind_group = gpu.scoped("binding kernel windows", || {
                 let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("ninfer-wgpu params"), contents: bytemuck::bytes_of(&params), usage: wgpu::BufferUsages::UNIFORM });
-                let window = |(ws, size, _, _): (u64, u64, u64, u64)| {
-                    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: tensor.buffer(), offset: ws, size: NonZeroU64::new(size) })
+                let window = |i: usize| match (v.planes[i], &grid) {
+                    (PlaneRef::Grid, Some(grid)) => grid.as_entire_binding(),
+                    _ => {
+                        let (ws, size, _, _) = windows[i];
+                        wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: tensor.buffer(), offset: ws, size: NonZeroU64::new(size) })
+                    }
                 };
                 device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some(&label),
                     layout: &gpu.layout,
                     entries: &[
                         wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 1, resource: window(windows[0]) },
-                        wgpu::BindGroupEntry { binding: 2, resource: window(windows[1]) },
-                        wgpu::BindGroupEntry { binding: 3, resource: window(windows[2]) },
+                        wgpu::BindGroupEntry { binding: 1, resource: window(0) },
+                        wgpu::BindGroupEntry { binding: 2, resource: window(1) },
+                        wgpu::BindGroupEntry { binding: 3, resource: window(2) },
                         wgpu::BindGroupEntry { binding: 4, resource: x_buffer.as_entire_binding() },
                         wgpu::BindGroupEntry {
                             binding: 5,

@@ -118,7 +118,7 @@ impl KernelKey {
 }
 
 /// The inner decoder of `codecs/gguf_blocks.wgsl` for a ggml block format (its `KIND_*`
-/// constants): the legacy blocks (`d * q`) and the k-quants.
+/// constants): every gguf_* format.
 pub fn gguf_kind(format: Format) -> Option<u32> {
     use Format::*;
     match format {
@@ -132,8 +132,34 @@ pub fn gguf_kind(format: Format) -> Option<u32> {
         GgufQ6K => Some(7),
         GgufQ2K => Some(8),
         GgufQ3K => Some(9),
-        GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq3S | GgufIq2S | GgufIq4Xs | GgufIq1M => None,
+        GgufIq2Xxs => Some(10),
+        GgufIq2Xs => Some(11),
+        GgufIq2S => Some(12),
+        GgufIq3Xxs => Some(13),
+        GgufIq3S => Some(14),
+        GgufIq1S => Some(15),
+        GgufIq1M => Some(16),
+        GgufIq4Xs => Some(17),
         Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
+    }
+}
+
+/// The grid an i-quant kernel reads from plane1, as u32 words (a u64 entry low word first):
+/// ggml's tables from `gguf::tables`.
+pub fn gguf_grid(format: Format) -> Option<Vec<u32>> {
+    use crate::gguf::tables::*;
+    let split = |t: &[u64]| t.iter().flat_map(|&e| [e as u32, (e >> 32) as u32]).collect();
+    match format {
+        Format::GgufIq2Xxs => Some(split(&IQ2XXS_GRID)),
+        Format::GgufIq2Xs => Some(split(&IQ2XS_GRID)),
+        Format::GgufIq2S => Some(split(&IQ2S_GRID)),
+        Format::GgufIq3Xxs => Some(IQ3XXS_GRID.to_vec()),
+        Format::GgufIq3S => Some(IQ3S_GRID.to_vec()),
+        Format::GgufIq1S | Format::GgufIq1M => Some(split(&IQ1S_GRID)),
+        Format::GgufQ8_0 | Format::GgufQ4_0 | Format::GgufQ5_0 | Format::GgufQ2_0 | Format::GgufIq4Nl | Format::GgufIq4Xs => None,
+        Format::GgufQ2K | Format::GgufQ3K | Format::GgufQ4K | Format::GgufQ5K | Format::GgufQ6K => None,
+        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::Q2G64Fp16 | Format::Q4G64Fp16 | Format::Q5G64Fp16 | Format::Q6G64Fp16 | Format::Q8G32Fp16 | Format::T2G128Fp16 => None,
+        Format::Nvfp4 | Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => None,
     }
 }
 

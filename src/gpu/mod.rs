@@ -97,6 +97,7 @@ pub struct Gpu {
     layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
     pipelines: Mutex<HashMap<KernelKey, wgpu::ComputePipeline>>,
+    grids: Mutex<HashMap<crate::Format, wgpu::Buffer>>,
     lost: Arc<AtomicBool>,
 }
 
@@ -160,7 +161,7 @@ impl Gpu {
         platform.features = entry.platform.features.clone();
         let layout = dispatch::bind_group_layout(&device);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("ninfer-wgpu kernels"), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
-        let mut gpu = Gpu { device, queue, platform, layout, pipeline_layout, pipelines: Mutex::new(HashMap::new()), lost };
+        let mut gpu = Gpu { device, queue, platform, layout, pipeline_layout, pipelines: Mutex::new(HashMap::new()), grids: Mutex::new(HashMap::new()), lost };
         gpu.platform.probes = dispatch::run_probes(&gpu)?;
         Ok(gpu)
     }
@@ -225,6 +226,21 @@ impl Gpu {
         })?;
         cache.insert(key, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// The i-quant grid of `format` on this device (uploaded once), or `None` for formats
+    /// without one.
+    fn grid_buffer(&self, format: crate::Format) -> Result<Option<wgpu::Buffer>> {
+        let Some(words) = kernels::gguf_grid(format) else { return Ok(None) };
+        let mut grids = self.grids.lock().map_err(|_| Error::Gpu("grid cache poisoned by an earlier panic".into()))?;
+        if let Some(b) = grids.get(&format) {
+            return Ok(Some(b.clone()));
+        }
+        let buffer = self.scoped("uploading an i-quant grid", || {
+            wgpu::util::DeviceExt::create_buffer_init(&self.device, &wgpu::util::BufferInitDescriptor { label: Some("i-quant grid"), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE })
+        })?;
+        grids.insert(format, buffer.clone());
+        Ok(Some(buffer))
     }
 
     /// Waits for all submitted work.
