@@ -72,7 +72,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List a .ninfer artifact's files, tensors (with capability status), resources, bindings
+    /// List a .ninfer artifact's (or a .gguf file's) tensors with capability status, and the artifact's files, resources, bindings
     /// and uses.
     Inspect {
         file: PathBuf,
@@ -85,7 +85,7 @@ enum Command {
     /// Write a tensor's values as raw little-endian f32 (int32 tensors: i32), C order.
     Dequant {
         file: PathBuf,
-        /// An object id or a binding name.
+        /// An object id or binding name (.ninfer), or a tensor name (.gguf).
         tensor: String,
         /// cpu: the exact oracle; gpu: the kernel on the chosen adapter.
         #[arg(long, value_enum, default_value = "cpu")]
@@ -98,7 +98,7 @@ enum Command {
     /// Write y = W x as raw little-endian f32, for a rank-2 tensor and x of K raw f32 values.
     Matvec {
         file: PathBuf,
-        /// An object id or a binding name.
+        /// An object id or binding name (.ninfer), or a tensor name (.gguf).
         tensor: String,
         #[arg(long)]
         x: PathBuf,
