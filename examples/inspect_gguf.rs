@@ -15,13 +15,28 @@ fn main() {
             std::process::exit(1);
         }
     };
-    println!("{path}: GGUF v{}, {} metadata keys, {} tensors, alignment {}", file.version, file.metadata.len(), file.tensors.len(), file.alignment);
+    println!(
+        "{path}: GGUF v{}, {} metadata keys, {} tensors, alignment {}",
+        file.version,
+        file.metadata.len(),
+        file.tensors.len(),
+        file.alignment
+    );
     println!("{:<40} {:<22} {:<18} {:>12}  registry", "tensor", "format", "shape [N, K]", "bytes");
     for t in &file.tensors {
         let bytes = t.bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into());
         match &t.kind {
-            TensorKind::Registered { format, shape, .. } => println!("{:<40} {:<22} {:<18} {:>12}  registered", t.name, format.name(), format!("{shape:?}"), bytes),
-            TensorKind::NotRegistered { type_name } => println!("{:<40} {:<22} {:<18} {:>12}  format not registered (ggml type {})", t.name, type_name, format!("{:?}", t.dims), bytes, t.ggml_type),
+            TensorKind::Registered { format, shape, .. } => {
+                println!("{:<40} {:<22} {:<18} {:>12}  registered", t.name, format.name(), format!("{shape:?}"), bytes)
+            }
+            TensorKind::NotRegistered { type_name } => println!(
+                "{:<40} {:<22} {:<18} {:>12}  format not registered (ggml type {})",
+                t.name,
+                type_name,
+                format!("{:?}", t.dims),
+                bytes,
+                t.ggml_type
+            ),
         }
     }
 }

@@ -30,15 +30,39 @@ fn main() {
     let seed = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2026);
     let (n, k) = (256, 1024);
     println!("seed {seed}, [{n}, {k}] per matrix; error = Σ (w - ŵ)², uniform importance");
-    println!("{:<14} {:<13} {:>14} {:>14} {:>10} {:>14} {:>10}", "format", "matrix", "absmax", "search", "reduction", "search ±scale", "reduction");
+    println!(
+        "{:<14} {:<13} {:>14} {:>14} {:>10} {:>14} {:>10}",
+        "format", "matrix", "absmax", "search", "reduction", "search ±scale", "reduction"
+    );
     for (name, draw) in [("gaussian", gaussian as fn(&mut Rng) -> f32), ("student-t(3)", student_t3)] {
         let mut rng = Rng::new(seed);
         let x: Vec<f32> = (0..n * k).map(|_| draw(&mut rng)).collect();
         for format in [Format::Q4G64Fp16, Format::Q5G64Fp16, Format::Q6G64Fp16, Format::Q8G32Fp16] {
             let a = sq_error(&grouped_absmax(format, n, k, Source::F32(&x)).unwrap().tensor, &x);
-            let s = sq_error(&grouped_search(format, n, k, Source::F32(&x), SearchOptions::default()).unwrap().tensor, &x);
-            let sn = sq_error(&grouped_search(format, n, k, Source::F32(&x), SearchOptions { importance: None, negative_scales: true }).unwrap().tensor, &x);
-            println!("{:<14} {:<13} {:>14.6e} {:>14.6e} {:>9.1}% {:>14.6e} {:>9.1}%", format.name(), name, a, s, 100.0 * (1.0 - s / a), sn, 100.0 * (1.0 - sn / a));
+            let s =
+                sq_error(&grouped_search(format, n, k, Source::F32(&x), SearchOptions::default()).unwrap().tensor, &x);
+            let sn = sq_error(
+                &grouped_search(
+                    format,
+                    n,
+                    k,
+                    Source::F32(&x),
+                    SearchOptions { importance: None, negative_scales: true },
+                )
+                .unwrap()
+                .tensor,
+                &x,
+            );
+            println!(
+                "{:<14} {:<13} {:>14.6e} {:>14.6e} {:>9.1}% {:>14.6e} {:>9.1}%",
+                format.name(),
+                name,
+                a,
+                s,
+                100.0 * (1.0 - s / a),
+                sn,
+                100.0 * (1.0 - sn / a)
+            );
         }
     }
 }

@@ -8,30 +8,14 @@
 // The host prepends the format's constants (generated from the Rust registry) before this file:
 // CHUNK, and the codec's own constants. A chunk is 32 consecutive values of one row.
 
-struct Params {
-    rows: u32,      // rows in this pass
-    k: u32,         // logical K (values per row)
-    chunks: u32,    // chunks per row: ceil(K / 32)
-    row0: u32,      // global index of this pass's first row
-    off0: u32,      // plane 0: byte offset of the pass's first row inside its binding
-    stride0: u32,   // plane 0: bytes per row
-    off1: u32,
-    stride1: u32,
-    off2: u32,
-    stride2: u32,
-    aux0: u32,      // codec-specific (see each codec)
-    aux1: u32,
-    out_off: u32,   // dequant: word offset of the pass's first output inside the output binding
-    groups_x: u32,  // workgroups along x, to linearise a 2-D dispatch
-    pad0: u32,
-    pad1: u32,
-}
+// `struct Params` is generated from the Rust definition (src/gpu/params.rs) and prepended by
+// the host, so the two sides cannot drift. Binding 4 is the op's own input (activations or row
+// indices) and is declared by the op file.
 
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> plane0: array<u32>;
 @group(0) @binding(2) var<storage, read> plane1: array<u32>;
 @group(0) @binding(3) var<storage, read> plane2: array<u32>;
-@group(0) @binding(4) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> OUT: array<u32>;
 
 // Little-endian u32 at any byte offset. Only bytes inside the payload are ever used; a read of
@@ -154,30 +138,69 @@ fn sign_extend(u: u32, bits: u32) -> i32 {
     return bitcast<i32>(u << (32u - bits)) >> (32u - bits);
 }
 
-// x[c*32 + 4i .. +4], zero beyond K (the host pads x to whole chunks with zeros).
-fn x4(c: u32, i: u32) -> vec4<f32> {
-    return X[c * 8u + i];
-}
-
-// A chunk's 32 values as eight vec4s.
+// A chunk's 32 exact levels as eight vec4s (lane 4i + l is q[i][l]).
 alias Chunk = array<vec4<f32>, 8>;
-// A chunk's 32 exact binary32 words, for dequant.
-alias ChunkBits = array<vec4<u32>, 8>;
 
-// The words of q * s for codecs whose weight is one scale times an integer level (exact there).
-fn scaled_bits(q: Chunk, s: f32) -> ChunkBits {
-    var out: ChunkBits;
-    for (var i = 0u; i < 8u; i++) {
-        out[i] = bitcast<vec4<u32>>(q[i] * s);
-    }
-    return out;
+// A level vector where lanes at or past K are zero (`first` is the chunk's first value index):
+// the words there belong to the next row (or the multipliers), and a NaN there times a zero
+// activation would still be NaN.
+fn mask_past_k(v: vec4<f32>, first: u32) -> vec4<f32> {
+    let k = vec4<u32>(first) + vec4<u32>(0u, 1u, 2u, 3u);
+    return select(v, vec4<f32>(0.0), k >= vec4<u32>(P.k));
 }
 
-// Σ q x over chunk c.
-fn chunk_sum_qx(q: Chunk, c: u32) -> f32 {
-    var acc = vec4<f32>(0.0);
-    for (var i = 0u; i < 8u; i++) {
-        acc += q[i] * x4(c, i);
+// The exact binary32 word of sig * 2^exp (sig < 2^24; the value is representable or overflows).
+fn exact_word(sign: u32, sig: u32, exp: i32) -> u32 {
+    if sig == 0u {
+        return sign;
     }
-    return acc.x + acc.y + acc.z + acc.w;
+    let msb = 31 - i32(countLeadingZeros(sig));
+    let top = msb + exp;
+    if top > 127 {
+        return sign | 0x7f800000u;
+    }
+    if top >= -126 {
+        return sign | (u32(top + 127) << 23u) | ((sig << u32(23 - msb)) & 0x7fffffu);
+    }
+    // Subnormal: the fraction is sig * 2^(exp + 149), an exact left shift when the product of
+    // two stored words is exactly representable (the only use: fp8 row products).
+    return sign | (sig << u32(exp + 149));
+}
+
+// A finite binary32 word as (odd integer significand, exponent): value = sig * 2^exp, with
+// subnormals handled and trailing zeros stripped so two short significands multiply in u32.
+fn word_sig_exp(bits: u32) -> vec2<i32> {
+    let e = i32((bits >> 23u) & 0xffu);
+    var sig = bits & 0x7fffffu;
+    var exp = -149;
+    if e != 0 {
+        sig |= 0x800000u;
+        exp = e - 150;
+    }
+    if sig == 0u {
+        return vec2<i32>(0, 0);
+    }
+    let tz = countTrailingZeros(sig);
+    return vec2<i32>(i32(sig >> tz), exp + i32(tz));
+}
+
+// The exact word of x * y for two binary32 words whose significands together have at most 24
+// bits (an E4M3FN level times a bf16 or binary16 row multiplier: 4 + 8 or 4 + 11 bits). The
+// product is assembled, never computed, so a subnormal result is not flushed.
+fn exact_product_word(x_bits: u32, y_bits: u32) -> u32 {
+    let a = word_sig_exp(x_bits);
+    let b = word_sig_exp(y_bits);
+    let sign = (x_bits ^ y_bits) & 0x80000000u;
+    return exact_word(sign, u32(a.x * b.x), a.y + b.y);
+}
+
+// p * y for a finite binary32 word y that may be subnormal: the multiply sees y's significand
+// in [1, 2) and the exponent is applied exactly, so a subnormal factor is never fed to an f32
+// multiply (which a device may flush).
+fn multiply_by_word(p: f32, y_bits: u32) -> f32 {
+    if (y_bits & 0x7fffffffu) == 0u {
+        return p * bitcast<f32>(y_bits);
+    }
+    let y = split_f32(y_bits);
+    return scale_pow2(p * y.x, i32(y.y)) * select(1.0, -1.0, (y_bits & 0x80000000u) != 0u);
 }

@@ -1,10 +1,13 @@
 //! Benchmarks on one adapter: median kernel time, effective bandwidth in encoded bytes read per
 //! second, and the ratio to the same adapter's buffer-copy bandwidth measured in the same run.
+//! Native only: it reads the clock and blocks on the device.
 
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::gpu::capability::{self, Status};
+use crate::gpu::plan::Request;
 use crate::gpu::{Gpu, Op};
+use crate::native::block_on;
 use crate::tensor::EncodedTensor;
 use crate::testgen::{random_activation, random_words, Rng, Words};
 use serde::Serialize;
@@ -45,7 +48,12 @@ pub fn median_time(timing: Timing, mut f: impl FnMut() -> Result<()>) -> Result<
 pub fn copy_bandwidth(gpu: &Gpu, bytes: u64, timing: Timing) -> Result<f64> {
     let bytes = bytes.min(gpu.platform().limits.max_buffer_size) / 4 * 4;
     let make = |label| {
-        gpu.device().create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes, usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
+        gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
     };
     let (src, dst) = (make("copy source"), make("copy destination"));
     let t = median_time(timing, || {
@@ -62,6 +70,8 @@ pub struct BenchRow {
     pub format: &'static str,
     pub op: &'static str,
     pub variant: &'static str,
+    /// Activation columns (matmul), 1 otherwise.
+    pub columns: usize,
     pub n: usize,
     pub k: usize,
     pub encoded_bytes: u64,
@@ -72,25 +82,57 @@ pub struct BenchRow {
     pub passes: usize,
 }
 
-/// Times one (format, op) at [n, k] with the fastest supported variant.
-pub fn bench_case(gpu: &Gpu, format: Format, op: Op, n: usize, k: usize, copy_gbs: f64, timing: Timing, rng: &mut Rng) -> Result<BenchRow> {
+/// The largest tensor a bench generates: random words are made on the host before upload, so
+/// the shape is checked first.
+pub const MAX_BENCH_ELEMENTS: usize = 1 << 30;
+
+/// Times one (format, op) at [n, k] with the fastest supported variant; `columns` is matmul's J
+/// (gather times `n` random rows).
+#[allow(clippy::too_many_arguments)]
+pub fn bench_case(
+    gpu: &Gpu,
+    format: Format,
+    op: Op,
+    columns: usize,
+    (n, k): (usize, usize),
+    copy_gbs: f64,
+    timing: Timing,
+    rng: &mut Rng,
+) -> Result<BenchRow> {
+    if n.checked_mul(k).is_none_or(|e| e > MAX_BENCH_ELEMENTS) {
+        return Err(Error::Unsupported(format!(
+            "bench shape {n}x{k} is over the {MAX_BENCH_ELEMENTS}-element bench limit"
+        )));
+    }
     let layout = format.spec().layouts[0];
-    if let Status::Unsupported(reason) = capability::status(format, layout, op, crate::gpu::Variant::Workgroup, Some(gpu.platform())) {
+    if let Status::Unsupported(reason) =
+        capability::status(format, layout, op, crate::gpu::Variant::Workgroup, Some(gpu.platform()))
+    {
         return Err(Error::Unsupported(reason));
     }
     let words = random_words(format, &[n, k], 1, rng, Words::Finite)?;
     let tensor = EncodedTensor::encode(&words, layout)?;
-    let uploaded = gpu.upload(&tensor)?;
+    let uploaded = block_on(gpu.upload(&tensor))?;
     let variant = capability::best_variant(format, op, gpu.platform());
-    let x = random_activation(k, rng);
-    let prepared = gpu.prepare(&uploaded, op, variant, (op == Op::Matvec).then_some(&x[..]))?;
-    let t = median_time(timing, || prepared.run(gpu))?;
+    let xs = random_activation(k * columns, rng);
+    let rows: Vec<u32> = (0..n).map(|_| rng.below(n as u64) as u32).collect();
+    let (request, input): (Request, &[f32]) = match op {
+        Op::Dequant => (Request::Dequant, &[]),
+        Op::Matmul => (Request::Matmul { columns }, &xs),
+        Op::Gather => (Request::Gather { rows: &rows }, &[]),
+    };
+    let prepared = block_on(gpu.prepare(&uploaded, request, variant, input))?;
+    let t = median_time(timing, || {
+        prepared.submit(gpu)?;
+        gpu.wait()
+    })?;
     let bytes = uploaded.payload_bytes();
     let gbs = bytes as f64 / t.as_secs_f64() / 1e9;
     Ok(BenchRow {
         format: format.name(),
         op: op.name(),
         variant: variant.name(),
+        columns,
         n,
         k,
         encoded_bytes: bytes,

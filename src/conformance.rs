@@ -1,8 +1,11 @@
 //! Conformance: every format × op × variant on one adapter, against the scalar oracle, judged
 //! by the named criteria of `criteria.md` on fresh random words (seed printed by the caller).
+//! Ops: dequant (exact or bounded), matmul with J ∈ [`COLUMNS`] activation columns (A32, J = 1
+//! is matvec) and gather with repeated and last rows (judged like dequant). Async, like the GPU
+//! API it drives.
 
 use crate::error::Result;
-use crate::format::{Category, Format, Geometry};
+use crate::format::{Format, Geometry};
 use crate::gpu::capability::{self, Status};
 use crate::gpu::{Gpu, Op, Variant, POISON};
 use crate::oracle::{self, Dequantized};
@@ -29,6 +32,12 @@ pub enum Verdict {
     PlatformDeviation,
 }
 
+/// The activation column counts every conformance run covers.
+pub const COLUMNS: [usize; 4] = [1, 2, 3, 8];
+
+/// The smallest positive normal binary32, 2^-126.
+const MIN_NORMAL: f64 = 1.1754943508222875e-38;
+
 /// One case's outcome, with the measured error next to its bound.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseResult {
@@ -36,6 +45,8 @@ pub struct CaseResult {
     pub op: &'static str,
     pub variant: &'static str,
     pub shape: Vec<usize>,
+    /// Activation columns (matmul), gathered rows (gather), 0 for dequant.
+    pub columns: usize,
     pub criterion: &'static str,
     pub verdict: Verdict,
     /// Largest error seen: ULPs for bounded dequant, error/bound ratio for A32, 0 for exact.
@@ -52,9 +63,15 @@ pub struct CaseResult {
 pub fn shapes(format: Format, tier: Tier) -> Vec<Vec<usize>> {
     let mut s: Vec<Vec<usize>> = match format.spec().geometry {
         Geometry::BlockScaled { .. } => vec![vec![128, 64], vec![256, 128], vec![384, 192]],
-        Geometry::Direct { .. } => vec![vec![1, 1], vec![3, 5], vec![5, 33], vec![9, 1000], vec![2, 3, 5], vec![], vec![7]],
-        Geometry::Grouped { .. } | Geometry::RowScaled { .. } => vec![vec![1, 1], vec![1, 64], vec![3, 65], vec![6, 200], vec![67, 1000], vec![13, 4304]],
-        Geometry::Block { values, .. } => vec![vec![1, values], vec![3, 2 * values], vec![67, 1024], vec![5, 4096 + values]],
+        Geometry::Direct { .. } => {
+            vec![vec![1, 1], vec![3, 5], vec![5, 33], vec![9, 1000], vec![2, 3, 5], vec![], vec![7]]
+        }
+        Geometry::Grouped { .. } | Geometry::RowScaled { .. } => {
+            vec![vec![1, 1], vec![1, 64], vec![3, 65], vec![6, 200], vec![67, 1000], vec![13, 4304]]
+        }
+        Geometry::Block { values, .. } => {
+            vec![vec![1, values], vec![3, 2 * values], vec![67, 1024], vec![5, 4096 + values]]
+        }
     };
     if tier == Tier::Slow && !s.is_empty() {
         // N >= 4096 and K >= 14336; divisible by nvfp4's 128 rows and 64 columns and by every
@@ -101,7 +118,8 @@ fn judge_dequant(format: Format, flushes: bool, expect: &[u32], got: &[u32]) -> 
             continue;
         }
         let (ef, gf) = (f32::from_bits(e), f32::from_bits(g));
-        let subnormal_flushed = ef != 0.0 && ef.is_subnormal() && gf == 0.0 && ef.is_sign_negative() == gf.is_sign_negative();
+        let subnormal_flushed =
+            ef != 0.0 && ef.is_subnormal() && gf == 0.0 && ef.is_sign_negative() == gf.is_sign_negative();
         if subnormal_flushed && flushes {
             deviation.get_or_insert(format!("element {i}: subnormal {e:#010x} flushed to {g:#010x}"));
             continue;
@@ -114,7 +132,13 @@ fn judge_dequant(format: Format, flushes: bool, expect: &[u32], got: &[u32]) -> 
                     return (Verdict::Fail, err, format!("element {i}: {gf:e} vs oracle {ef:e}: {err:.2} ULP > {b}"));
                 }
             }
-            _ => return (Verdict::Fail, f64::INFINITY, format!("element {i}: {g:#010x} ({gf:e}) vs oracle {e:#010x} ({ef:e}): must be bit-exact")),
+            _ => {
+                return (
+                    Verdict::Fail,
+                    f64::INFINITY,
+                    format!("element {i}: {g:#010x} ({gf:e}) vs oracle {e:#010x} ({ef:e}): must be bit-exact"),
+                )
+            }
         }
     }
     match deviation {
@@ -130,7 +154,21 @@ pub const L2_MIN_OUTPUTS: usize = 64;
 /// criteria.md's relative L2 bound for A32.
 pub const A32_REL_L2: f64 = 1e-5;
 
-fn judge_matvec(format: Format, k: usize, reference: &oracle::MatvecReference, got: &[f32]) -> (Verdict, f64, (f64, f64), String) {
+/// What the matmul judge needs besides the outputs.
+struct MatmulCase<'a> {
+    format: Format,
+    k: usize,
+    xs: &'a [f32],
+    reference: &'a oracle::MatvecReference,
+    /// Per output: the row has a subnormal weight or a subnormal product, or the exact output
+    /// is below 2^-126 — where a flushing device may lose up to the flush-aware bound.
+    touches_subnormals: Vec<bool>,
+    /// The device flushes subnormal results (its probe), described for the report.
+    flushes: Option<String>,
+}
+
+fn judge_matmul(case: &MatmulCase, got: &[f32]) -> (Verdict, f64, (f64, f64), String) {
+    let k = case.k;
     let gamma = (k as f64 + 2.0) * 2f64.powi(-24);
     // The relative bound assumes no underflow. IEEE-754's model with gradual underflow,
     // fl(a op b) = (a op b)(1 + d) + e with |e| <= 2^-150, adds at most 2^-150 per operation:
@@ -138,24 +176,59 @@ fn judge_matvec(format: Format, k: usize, reference: &oracle::MatvecReference, g
     // row whose bf16 multiplier is subnormal), and is below 1e-38 for every K here.
     let underflow = (k as f64 + 2.0) * 2f64.powi(-150);
     // nvfp4's division adds at most 3 ULP of each product, i.e. 3 * 2^-23 relative.
-    let dequant = dequant_bound_ulps(format).map(|u| u * 2f64.powi(-23)).unwrap_or(0.0);
+    let dequant = dequant_bound_ulps(case.format).map(|u| u * 2f64.powi(-23)).unwrap_or(0.0);
+    let n = case.reference.y.len() / (case.xs.len() / k.max(1)).max(1);
     let (mut worst, mut num, mut den) = (0f64, 0f64, 0f64);
-    for (n, (&y, (&yr, &abs))) in got.iter().zip(reference.y.iter().zip(&reference.abs)).enumerate() {
+    let mut deviation: Option<String> = None;
+    for (i, (&y, (&yr, &abs))) in got.iter().zip(case.reference.y.iter().zip(&case.reference.abs)).enumerate() {
+        let (j, row) = (i / n.max(1), i % n.max(1));
         if y.to_bits() == POISON {
-            return (Verdict::Fail, f64::INFINITY, (f64::INFINITY, 1.0), format!("output {n} was never written"));
+            return (
+                Verdict::Fail,
+                f64::INFINITY,
+                (f64::INFINITY, 1.0),
+                format!("column {j} output {row} was never written"),
+            );
         }
         if !y.is_finite() {
-            return (Verdict::Fail, f64::INFINITY, (f64::INFINITY, 1.0), format!("output {n} is {y}"));
+            return (Verdict::Fail, f64::INFINITY, (f64::INFINITY, 1.0), format!("column {j} output {row} is {y}"));
         }
         let err = (y as f64 - yr).abs();
         let bound = (gamma + dequant) * abs + underflow;
         num += err * err;
         den += yr * yr;
-        let ratio = if bound > 0.0 { err / bound } else if err == 0.0 { 0.0 } else { f64::INFINITY };
-        worst = worst.max(ratio);
-        if ratio > 1.0 {
-            return (Verdict::Fail, ratio, (num, den), format!("output {n}: |{y:e} - {yr:e}| = {err:e} > bound {bound:e}"));
+        let ratio = if bound > 0.0 {
+            err / bound
+        } else if err == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        if ratio <= 1.0 {
+            worst = worst.max(ratio);
+            continue;
         }
+        // criteria.md's flush-aware bound: a flushed weight costs at most 2^-126 |x[k]|, a
+        // flushed product or partial sum at most 2^-126.
+        if let (Some(probe), true) = (&case.flushes, case.touches_subnormals[i]) {
+            let x = &case.xs[j * k..(j + 1) * k];
+            let flush_bound = bound + MIN_NORMAL * x.iter().map(|v| v.abs() as f64 + 1.0).sum::<f64>();
+            if err <= flush_bound {
+                deviation.get_or_insert(format!(
+                    "column {j} output {row}: |{y:e} - {yr:e}| = {err:e} > A32 bound {bound:e} but within the flush-aware bound {flush_bound:e} ({probe})"
+                ));
+                continue;
+            }
+        }
+        return (
+            Verdict::Fail,
+            ratio,
+            (num, den),
+            format!("column {j} output {row}: |{y:e} - {yr:e}| = {err:e} > bound {bound:e}"),
+        );
+    }
+    if let Some(d) = deviation {
+        return (Verdict::PlatformDeviation, worst, (num, den), d);
     }
     let rel = rel_l2((num, den));
     if got.len() >= L2_MIN_OUTPUTS && rel > A32_REL_L2 {
@@ -185,6 +258,7 @@ fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResul
         op: op.name(),
         variant: variant.name(),
         shape: shape.to_vec(),
+        columns: 0,
         criterion: "",
         verdict: Verdict::Fail,
         max_error: 0.0,
@@ -194,50 +268,139 @@ fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResul
     }
 }
 
+fn flushes(gpu: &Gpu) -> bool {
+    gpu.platform().probes.flushes_subnormal_results == Some(true)
+}
+
 /// Dequantizes `tensor` on the GPU and judges it against the oracle (exact, or bounded for nvfp4).
-pub fn check_dequant(gpu: &Gpu, tensor: &EncodedTensor) -> Result<CaseResult> {
+pub async fn check_dequant(gpu: &Gpu, tensor: &EncodedTensor<'_>) -> Result<CaseResult> {
     let format = tensor.format();
     let mut result = blank(format, Op::Dequant, Variant::Workgroup, tensor.shape());
     result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
     let expect = oracle_words(tensor)?;
-    let got = gpu.dequant(&gpu.upload(tensor)?)?;
-    let flushes = gpu.platform().probes.flushes_subnormal_results == Some(true);
-    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes, &expect, &got);
+    let got = gpu.dequant(&gpu.upload(tensor).await?).await?;
+    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), &expect, &got);
     Ok(result)
 }
 
-/// `y = W x` on the GPU with `variant`, judged by A32 against the f64 oracle.
-pub fn check_matvec(gpu: &Gpu, tensor: &EncodedTensor, x: &[f32], variant: Variant) -> Result<CaseResult> {
+/// Gathers `rows` on the GPU and judges them like dequant of those rows.
+pub async fn check_gather(gpu: &Gpu, tensor: &EncodedTensor<'_>, rows: &[u32]) -> Result<CaseResult> {
     let format = tensor.format();
-    let mut result = blank(format, Op::Matvec, variant, tensor.shape());
+    let mut result = blank(format, Op::Gather, Variant::Workgroup, tensor.shape());
+    result.columns = rows.len();
+    result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
+    let expect = match oracle::gather(tensor, rows)? {
+        Dequantized::F32(v) => v.into_iter().map(f32::to_bits).collect::<Vec<_>>(),
+        Dequantized::I32(v) => v.into_iter().map(|i| i as u32).collect(),
+    };
+    let got = gpu.gather(&gpu.upload(tensor).await?, rows).await?;
+    if got.len() != expect.len() {
+        result.detail = format!("{} words back, {} expected", got.len(), expect.len());
+        return Ok(result);
+    }
+    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), &expect, &got);
+    Ok(result)
+}
+
+/// Per output of every column: whether a flushing device may lose precision there (a
+/// subnormal weight or product in the row, or an exact output below 2^-126).
+fn subnormal_outputs(tensor: &EncodedTensor, xs: &[f32], reference: &oracle::MatvecReference) -> Result<Vec<bool>> {
+    let Dequantized::F32(w) = oracle::dequant(tensor)? else { return Ok(vec![false; reference.y.len()]) };
+    let k = *tensor.shape().last().unwrap_or(&1);
+    let mut out = Vec::with_capacity(reference.y.len());
+    for (x, y) in xs.chunks_exact(k.max(1)).zip(reference.y.chunks(reference.y.len() / (xs.len() / k.max(1)).max(1))) {
+        for (row, &yr) in w.chunks_exact(k.max(1)).zip(y) {
+            let tiny = |v: f64| v != 0.0 && v.abs() < MIN_NORMAL;
+            out.push(tiny(yr) || row.iter().zip(x).any(|(&wv, &xv)| tiny(wv as f64) || tiny(wv as f64 * xv as f64)));
+        }
+    }
+    Ok(out)
+}
+
+/// `Y = W X` on the GPU with `variant` for `columns` activation vectors, judged by A32 against
+/// the f64 oracle, output by output.
+pub async fn check_matmul(
+    gpu: &Gpu,
+    tensor: &EncodedTensor<'_>,
+    xs: &[f32],
+    columns: usize,
+    variant: Variant,
+) -> Result<CaseResult> {
+    let format = tensor.format();
+    let mut result = blank(format, Op::Matmul, variant, tensor.shape());
+    result.columns = columns;
     result.criterion = "A32";
-    let reference = oracle::matvec(tensor, x)?;
-    let got = gpu.matvec_with(&gpu.upload(tensor)?, x, variant)?;
-    (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matvec(format, x.len(), &reference, &got);
+    let reference = oracle::matmul(tensor, xs, columns)?;
+    let got = gpu.matmul_with(&gpu.upload(tensor).await?, xs, columns, variant).await?;
+    let k = *tensor.shape().last().unwrap_or(&1);
+    let probe = flushes(gpu).then(|| "probe: 2^-100 * 2^-30 returned 0, not the subnormal 2^-130".to_string());
+    let case = MatmulCase {
+        format,
+        k,
+        xs,
+        reference: &reference,
+        touches_subnormals: subnormal_outputs(tensor, xs, &reference)?,
+        flushes: probe,
+    };
+    (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matmul(&case, &got);
     result.rel_l2 = rel_l2(result.l2_parts);
     Ok(result)
 }
 
-/// Runs one (format, op, variant, shape) case on fresh random words.
-pub fn run_case(gpu: &Gpu, format: Format, op: Op, variant: Variant, shape: &[usize], rng: &mut Rng) -> Result<CaseResult> {
+/// `y = W x`: matmul with one column.
+pub async fn check_matvec(gpu: &Gpu, tensor: &EncodedTensor<'_>, x: &[f32], variant: Variant) -> Result<CaseResult> {
+    check_matmul(gpu, tensor, x, 1, variant).await
+}
+
+/// Rows for a gather case of N rows: the last row, the first, repeats and random rows.
+pub fn gather_rows(n: usize, rng: &mut Rng) -> Vec<u32> {
+    let last = n.saturating_sub(1) as u32;
+    let mut rows = vec![last, 0, last];
+    for _ in 0..(2 * n).min(40) {
+        rows.push(rng.below(n as u64) as u32);
+    }
+    rows.push(rows[3 % rows.len()]);
+    rows
+}
+
+/// Runs one (format, op, variant, shape) case on fresh random words; `columns` is matmul's J.
+pub async fn run_case(
+    gpu: &Gpu,
+    format: Format,
+    op: Op,
+    variant: Variant,
+    shape: &[usize],
+    columns: usize,
+    rng: &mut Rng,
+) -> Result<CaseResult> {
     let words = match op {
-        Op::Dequant => Words::All,
-        Op::Matvec => Words::Finite,
+        Op::Dequant | Op::Gather => Words::All,
+        Op::Matmul => Words::Finite,
     };
     let logical = random_words(format, shape, divisors(format, shape), rng, words)?;
     let tensor = EncodedTensor::encode(&logical, format.spec().layouts[0])?;
     match op {
-        Op::Dequant => check_dequant(gpu, &tensor),
-        Op::Matvec => {
-            let x = random_activation(*shape.last().unwrap_or(&1), rng);
-            check_matvec(gpu, &tensor, &x, variant)
+        Op::Dequant => check_dequant(gpu, &tensor).await,
+        Op::Gather => {
+            let rows = gather_rows(shape[0], rng);
+            check_gather(gpu, &tensor, &rows).await
+        }
+        Op::Matmul => {
+            let xs = random_activation(*shape.last().unwrap_or(&1) * columns, rng);
+            check_matmul(gpu, &tensor, &xs, columns, variant).await
         }
     }
 }
 
 /// Every supported case for `formats` on this adapter. Unsupported rows are skipped (the
 /// capability table reports them); errors become failing cases.
-pub fn run(gpu: &Gpu, formats: &[Format], seed: u64, tier: Tier, mut progress: impl FnMut(&CaseResult)) -> Vec<CaseResult> {
+pub async fn run(
+    gpu: &Gpu,
+    formats: &[Format],
+    seed: u64,
+    tier: Tier,
+    mut progress: impl FnMut(&CaseResult),
+) -> Vec<CaseResult> {
     let mut rng = Rng::new(seed);
     let mut results = Vec::new();
     for &format in formats {
@@ -247,22 +410,37 @@ pub fn run(gpu: &Gpu, formats: &[Format], seed: u64, tier: Tier, mut progress: i
                 if capability::status(format, layout, op, variant, Some(gpu.platform())) != Status::Supported {
                     continue;
                 }
+                let column_set: &[usize] = match op {
+                    Op::Matmul => &COLUMNS,
+                    Op::Dequant | Op::Gather => &[1],
+                };
                 for shape in shapes(format, tier) {
-                    if op == Op::Matvec && (shape.len() != 2 || format.category() == Category::DirectInt) {
-                        continue;
+                    let rank2 = shape.len() == 2;
+                    for &columns in column_set {
+                        let runs = match op {
+                            Op::Dequant => true,
+                            Op::Matmul | Op::Gather => rank2,
+                        };
+                        if !runs {
+                            continue;
+                        }
+                        let r =
+                            run_case(gpu, format, op, variant, &shape, columns, &mut rng).await.unwrap_or_else(|e| {
+                                CaseResult {
+                                    criterion: "error",
+                                    max_error: f64::INFINITY,
+                                    rel_l2: f64::INFINITY,
+                                    l2_parts: (f64::INFINITY, 1.0),
+                                    detail: e.to_string(),
+                                    columns,
+                                    ..blank(format, op, variant, &shape)
+                                }
+                            });
+                        progress(&r);
+                        results.push(r);
                     }
-                    let r = run_case(gpu, format, op, variant, &shape, &mut rng).unwrap_or_else(|e| CaseResult {
-                        criterion: "error",
-                        max_error: f64::INFINITY,
-                        rel_l2: f64::INFINITY,
-                        l2_parts: (f64::INFINITY, 1.0),
-                        detail: e.to_string(),
-                        ..blank(format, op, variant, &shape)
-                    });
-                    progress(&r);
-                    results.push(r);
                 }
-                if op == Op::Matvec {
+                if op == Op::Matmul {
                     judge_l2_together(&mut results, format, variant);
                 }
             }
@@ -271,16 +449,20 @@ pub fn run(gpu: &Gpu, formats: &[Format], seed: u64, tier: Tier, mut progress: i
     results
 }
 
-/// The relative L2 check over all matvec outputs of one (format, variant): the small cases
+/// The relative L2 check over all matmul outputs of one (format, variant): the small cases
 /// that were not judged alone are judged here, together with the rest.
 fn judge_l2_together(results: &mut [CaseResult], format: Format, variant: Variant) {
-    let group = |r: &CaseResult| r.format == format.name() && r.op == Op::Matvec.name() && r.variant == variant.name();
+    let group = |r: &CaseResult| r.format == format.name() && r.op == Op::Matmul.name() && r.variant == variant.name();
     let parts = results.iter().filter(|r| group(r)).fold((0.0, 0.0), |(n, d), r| (n + r.l2_parts.0, d + r.l2_parts.1));
     let rel = rel_l2(parts);
     if rel > A32_REL_L2 {
         for r in results.iter_mut().filter(|r| group(r) && r.verdict == Verdict::Pass) {
             r.verdict = Verdict::Fail;
-            r.detail = format!("relative L2 error over all {} {} matvec outputs is {rel:e} > {A32_REL_L2:e}", format, variant.name());
+            r.detail = format!(
+                "relative L2 error over all {} {} matmul outputs is {rel:e} > {A32_REL_L2:e}",
+                format,
+                variant.name()
+            );
         }
     }
 }

@@ -159,7 +159,14 @@ impl Format {
                 layouts: DIRECT,
             }
         }
-        const fn grouped(name: &'static str, bits: u32, group: usize, qmin: i32, qmax: i32, mapping: CodeMapping) -> FormatSpec {
+        const fn grouped(
+            name: &'static str,
+            bits: u32,
+            group: usize,
+            qmin: i32,
+            qmax: i32,
+            mapping: CodeMapping,
+        ) -> FormatSpec {
             FormatSpec {
                 name,
                 category: Category::Grouped,
@@ -283,7 +290,10 @@ impl Format {
     pub fn grouped(self) -> Option<(usize, i32, i32, CodeMapping)> {
         match self.spec().geometry {
             Geometry::Grouped { group, qmin, qmax, mapping } => Some((group, qmin, qmax, mapping)),
-            Geometry::Direct { .. } | Geometry::BlockScaled { .. } | Geometry::RowScaled { .. } | Geometry::Block { .. } => None,
+            Geometry::Direct { .. }
+            | Geometry::BlockScaled { .. }
+            | Geometry::RowScaled { .. }
+            | Geometry::Block { .. } => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Data flows one way: payload bytes → [`EncodedTensor`] (geometry and size checked) → the
 //! scalar [`oracle`] on the CPU, or an upload and a kernel on the GPU.
 
+#[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod conformance;
 pub mod container;
@@ -12,6 +13,8 @@ pub mod format;
 pub mod gguf;
 pub mod gpu;
 pub mod layout;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
 pub mod numeric;
 pub mod oracle;
 pub mod tensor;

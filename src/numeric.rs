@@ -73,13 +73,18 @@ impl MiniFloat {
         let rounded = (a / quantum).round_ties_even() * quantum;
         let max = (self.decode)(self.max_word) as f64;
         if rounded > max {
-            return Err(Error::Numeric { target: self.name, value: x as f64, rule: "magnitude rounds beyond the largest finite word (the format has no infinity)" });
+            return Err(Error::Numeric {
+                target: self.name,
+                value: x as f64,
+                rule: "magnitude rounds beyond the largest finite word (the format has no infinity)",
+            });
         }
         // The positive words are ordered by value, so the rounded value is one of them.
-        (0..=self.max_word)
-            .find(|&w| (self.decode)(w) as f64 == rounded)
-            .map(|w| w | sign)
-            .ok_or(Error::Numeric { target: self.name, value: x as f64, rule: "rounded value has no word (internal rounding error)" })
+        (0..=self.max_word).find(|&w| (self.decode)(w) as f64 == rounded).map(|w| w | sign).ok_or(Error::Numeric {
+            target: self.name,
+            value: x as f64,
+            rule: "rounded value has no word (internal rounding error)",
+        })
     }
 }
 
@@ -106,7 +111,14 @@ pub const fn e4m3fn_is_nan(word: u8) -> bool {
     word & 0x7F == 0x7F
 }
 
-const E4M3FN: MiniFloat = MiniFloat { name: "E4M3FN", mantissa_bits: 3, min_normal_exp: -6, sign: 0x80, max_word: 0x7E, decode: e4m3fn_to_f32 };
+const E4M3FN: MiniFloat = MiniFloat {
+    name: "E4M3FN",
+    mantissa_bits: 3,
+    min_normal_exp: -6,
+    sign: 0x80,
+    max_word: 0x7E,
+    decode: e4m3fn_to_f32,
+};
 
 /// binary32 to E4M3FN, nearest with ties to even. Magnitudes that round past 448 and NaN are
 /// errors: E4M3FN has no infinity, and saturating would silently clip.
@@ -127,7 +139,8 @@ pub fn e2m1_to_f32(word: u8) -> f32 {
     }
 }
 
-const E2M1: MiniFloat = MiniFloat { name: "E2M1", mantissa_bits: 1, min_normal_exp: 0, sign: 0x8, max_word: 0x7, decode: e2m1_to_f32 };
+const E2M1: MiniFloat =
+    MiniFloat { name: "E2M1", mantissa_bits: 1, min_normal_exp: 0, sign: 0x8, max_word: 0x7, decode: e2m1_to_f32 };
 
 /// binary32 to E2M1, nearest with ties to even; beyond ±6 after rounding (from 7 up) is an error.
 pub fn f32_to_e2m1(x: f32) -> Result<u8> {

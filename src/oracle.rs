@@ -5,7 +5,7 @@
 //! bits and the reference's equations, never from a kernel's arithmetic.
 
 use crate::error::{Error, Result};
-use crate::format::{Category, Format, Geometry, ScaleWord};
+use crate::format::{Category, Geometry, ScaleWord};
 use crate::numeric::{bf16_to_f32, e2m1_to_f32, e4m3fn_to_f32, f16_to_f32};
 use crate::tensor::EncodedTensor;
 use crate::words::{DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
@@ -38,8 +38,12 @@ pub fn dequant_words(words: &LogicalWords) -> Result<Dequantized> {
 fn direct(w: &DirectWords) -> Result<Dequantized> {
     Ok(match (w.format.category(), w.format.spec().geometry) {
         (Category::DirectInt, _) => Dequantized::I32(w.words.iter().map(|&u| u as i32).collect()),
-        (Category::DirectFloat, Geometry::Direct { bytes: 2 }) => Dequantized::F32(w.words.iter().map(|&u| bf16_to_f32(u as u16)).collect()),
-        (Category::DirectFloat, Geometry::Direct { bytes: 4 }) => Dequantized::F32(w.words.iter().map(|&u| f32::from_bits(u)).collect()),
+        (Category::DirectFloat, Geometry::Direct { bytes: 2 }) => {
+            Dequantized::F32(w.words.iter().map(|&u| bf16_to_f32(u as u16)).collect())
+        }
+        (Category::DirectFloat, Geometry::Direct { bytes: 4 }) => {
+            Dequantized::F32(w.words.iter().map(|&u| f32::from_bits(u)).collect())
+        }
         _ => return Err(Error::Words(format!("{} is not a direct format", w.format))),
     })
 }
@@ -89,36 +93,101 @@ fn fp8_row(w: &Fp8RowWords) -> Result<Vec<f32>> {
     Ok(out)
 }
 
-/// The reference product and, per output, `Σ_k |W[n,k] x[k]|` for the A32 bound.
+/// The reference product and, per output, `Σ_k |W[n,k] x[k]|` for the A32 bound. For a
+/// matmul both hold J columns of N values back to back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatvecReference {
     pub y: Vec<f64>,
     pub abs: Vec<f64>,
 }
 
+fn matrix(tensor: &EncodedTensor) -> Result<(usize, usize)> {
+    match tensor.shape() {
+        [n, k] => Ok((*n, *k)),
+        s => Err(Error::Unsupported(format!("matmul needs a rank-2 [N, K] tensor, got shape {s:?}"))),
+    }
+}
+
+/// The exact f32 weights of a rank-2 float tensor.
+fn float_weights(tensor: &EncodedTensor) -> Result<Vec<f32>> {
+    match tensor.format().category() {
+        Category::DirectInt => {
+            return Err(Error::Unsupported("int32 has no matmul: integer tensors are indexes, not weights".into()))
+        }
+        Category::DirectFloat
+        | Category::Grouped
+        | Category::BlockScaledFloat
+        | Category::RowScaledFloat
+        | Category::GgufBlock => {}
+    }
+    match dequant(tensor)? {
+        Dequantized::F32(w) => Ok(w),
+        Dequantized::I32(_) => Err(Error::Unsupported("int32 has no matmul".into())),
+    }
+}
+
 /// `y[n] = Σ_k W[n,k] x[k]` accumulated in f64 from the exact f32 weights.
 pub fn matvec(tensor: &EncodedTensor, x: &[f32]) -> Result<MatvecReference> {
+    matmul(tensor, x, 1)
+}
+
+/// `Y = W X` for `columns` activation vectors of K values back to back, each column
+/// accumulated in f64 from the exact f32 weights; J columns of N outputs back to back.
+pub fn matmul(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Result<MatvecReference> {
+    let (n, k) = matrix(tensor)?;
+    if columns == 0 || columns > crate::gpu::MAX_COLUMNS {
+        return Err(Error::Unsupported(format!(
+            "matmul takes 1..={} activation columns, got {columns}",
+            crate::gpu::MAX_COLUMNS
+        )));
+    }
+    if xs.len() != k * columns {
+        return Err(Error::Shape {
+            layout: tensor.layout().name(),
+            rule: "x holds J columns of K values",
+            detail: format!("J = {columns}, K = {k}: expected {} values, got {}", k * columns, xs.len()),
+        });
+    }
+    let w = float_weights(tensor)?;
+    let mut out = MatvecReference { y: Vec::with_capacity(n * columns), abs: Vec::with_capacity(n * columns) };
+    for x in xs.chunks_exact(k.max(1)).take(columns) {
+        let r = matvec_f32(&w, n, k, x);
+        out.y.extend(r.y);
+        out.abs.extend(r.abs);
+    }
+    Ok(out)
+}
+
+/// The decoded rows `rows` of a rank-2 tensor, in request order (repeats allowed): exactly the
+/// values [`dequant`] gives for those rows.
+pub fn gather(tensor: &EncodedTensor, rows: &[u32]) -> Result<Dequantized> {
     let (n, k) = match tensor.shape() {
         [n, k] => (*n, *k),
-        s => return Err(Error::Unsupported(format!("matvec needs a rank-2 [N, K] tensor, got shape {s:?}"))),
+        s => return Err(Error::Unsupported(format!("gather needs a rank-2 [N, K] tensor, got shape {s:?}"))),
     };
-    if tensor.format() == Format::Int32 {
-        return Err(Error::Unsupported("int32 has no matvec: integer tensors are indexes, not weights".into()));
+    if let Some(&bad) = rows.iter().find(|&&r| r as usize >= n) {
+        return Err(Error::Shape {
+            layout: tensor.layout().name(),
+            rule: "gather rows are < N",
+            detail: format!("row index {bad} but N = {n}"),
+        });
     }
-    if x.len() != k {
-        return Err(Error::Shape { layout: tensor.layout().name(), rule: "x has K elements", detail: format!("K = {k}, x has {}", x.len()) });
+    fn pick<T: Copy>(all: &[T], k: usize, rows: &[u32]) -> Vec<T> {
+        rows.iter().flat_map(|&r| all[r as usize * k..(r as usize + 1) * k].iter().copied()).collect()
     }
-    let w = match dequant(tensor)? {
-        Dequantized::F32(w) => w,
-        Dequantized::I32(_) => return Err(Error::Unsupported("int32 has no matvec".into())),
-    };
-    Ok(matvec_f32(&w, n, k, x))
+    Ok(match dequant(tensor)? {
+        Dequantized::F32(v) => Dequantized::F32(pick(&v, k, rows)),
+        Dequantized::I32(v) => Dequantized::I32(pick(&v, k, rows)),
+    })
 }
 
 /// The f64 product of `[n, k]` decoded weights (k > 0, checked by the caller's shape rules).
 fn matvec_f32(w: &[f32], n: usize, k: usize, x: &[f32]) -> MatvecReference {
     let mut y = Vec::with_capacity(n);
     let mut abs = Vec::with_capacity(n);
+    if k == 0 {
+        return MatvecReference { y: vec![0.0; n], abs: vec![0.0; n] };
+    }
     for row in w.chunks_exact(k).take(n) {
         let (mut s, mut a) = (0f64, 0f64);
         for (&wv, &xv) in row.iter().zip(x) {

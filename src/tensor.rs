@@ -62,7 +62,12 @@ impl<'a> EncodedTensor<'a> {
         let geometry = desc.geometry()?;
         let payload = payload.into();
         if payload.len() != geometry.bytes() {
-            return Err(crate::Error::PayloadSize { layout: desc.layout.name(), shape: desc.shape.clone(), expected: geometry.bytes() as u64, actual: payload.len() as u64 });
+            return Err(crate::Error::PayloadSize {
+                layout: desc.layout.name(),
+                shape: desc.shape.clone(),
+                expected: geometry.bytes() as u64,
+                actual: payload.len() as u64,
+            });
         }
         Ok(EncodedTensor { desc, geometry, payload })
     }
@@ -112,7 +117,11 @@ impl<'a> EncodedTensor<'a> {
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<EncodedTensor<'static>> {
         let total = self.geometry.rows().unwrap_or(0);
         if rows.start >= rows.end || rows.end > total {
-            return Err(crate::Error::Shape { layout: self.desc.layout.name(), rule: "a row slice is a non-empty range of existing rows", detail: format!("rows {rows:?} of {total}") });
+            return Err(crate::Error::Shape {
+                layout: self.desc.layout.name(),
+                rule: "a row slice is a non-empty range of existing rows",
+                detail: format!("rows {rows:?} of {total}"),
+            });
         }
         let picked: Vec<usize> = rows.collect();
         self.gather_rows(&picked)

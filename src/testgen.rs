@@ -46,7 +46,10 @@ impl Rng {
 
     /// A fresh seed from the clock, for runs that print it.
     pub fn seed_from_time() -> u64 {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0x5EED)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x5EED)
     }
 }
 
@@ -85,15 +88,20 @@ fn direct(format: Format, shape: &[usize], bytes: usize, rng: &mut Rng, words: W
             (_, Format::Int32, _) => rng.next_u32(),
             (2, _, Words::All) => rng.next_u32() & 0xFFFF,
             (_, _, Words::All) => rng.next_u32(),
-            (2, _, Words::Finite) => ((rng.below(2) as u32) << 15) | ((rng.range(107, 147) as u32) << 7) | (rng.below(128) as u32),
-            (_, _, Words::Finite) => ((rng.below(2) as u32) << 31) | ((rng.range(107, 147) as u32) << 23) | (rng.next_u32() & 0x7F_FFFF),
+            (2, _, Words::Finite) => {
+                ((rng.below(2) as u32) << 15) | ((rng.range(107, 147) as u32) << 7) | (rng.below(128) as u32)
+            }
+            (_, _, Words::Finite) => {
+                ((rng.below(2) as u32) << 31) | ((rng.range(107, 147) as u32) << 23) | (rng.next_u32() & 0x7F_FFFF)
+            }
         }
     };
     DirectWords { format, shape: shape.to_vec(), words: (0..count).map(|_| word(rng)).collect() }
 }
 
 fn grouped(format: Format, n: usize, k: usize, rng: &mut Rng, words: Words) -> Result<GroupedWords> {
-    let (group, qmin, qmax, mapping) = format.grouped().ok_or_else(|| Error::Words(format!("{format} is not grouped")))?;
+    let (group, qmin, qmax, mapping) =
+        format.grouped().ok_or_else(|| Error::Words(format!("{format} is not grouped")))?;
     let q2 = mapping == CodeMapping::OffsetOne;
     let groups = k.div_ceil(group);
     let mut codes = Vec::with_capacity(n * k);
@@ -125,7 +133,8 @@ fn nvfp4(n: usize, k: usize, divisors: usize, rng: &mut Rng, words: Words) -> Nv
     let scales = (0..n * (k / 16)).map(|_| rng.below(0x7F) as u8).collect();
     // Moderate divisors, and now and then the extremes a divisor may legally take: a binary32
     // subnormal (2^-130) and 2^127.
-    const DIVISORS: [u32; 8] = [0x3F80_0000, 0x4040_0000, 0x3DCC_CCCD, 0x4528_0000, 0x3A83_126F, 0x40F0_0000, 0x0008_0000, 0x7F00_0000];
+    const DIVISORS: [u32; 8] =
+        [0x3F80_0000, 0x4040_0000, 0x3DCC_CCCD, 0x4528_0000, 0x3A83_126F, 0x40F0_0000, 0x0008_0000, 0x7F00_0000];
     // Products need finite weights, which the extremes would overflow or flush.
     let choices = match words {
         Words::All => &DIVISORS[..],
@@ -156,8 +165,12 @@ fn fp8_row(format: Format, scale: ScaleWord, n: usize, k: usize, rng: &mut Rng) 
         scales.push(match (zero_row, scale) {
             (true, _) => 0x0000,
             // Positive, finite: exponent 1..=140 for bf16 includes tiny values; 0x0001 is subnormal.
-            (false, ScaleWord::Bf16) => [0x0001, ((rng.range(100, 140) as u16) << 7) | rng.below(128) as u16][(rng.below(8) != 0) as usize],
-            (false, ScaleWord::Binary16) => [0x0001, ((rng.range(5, 20) as u16) << 10) | rng.below(1024) as u16][(rng.below(8) != 0) as usize],
+            (false, ScaleWord::Bf16) => {
+                [0x0001, ((rng.range(100, 140) as u16) << 7) | rng.below(128) as u16][(rng.below(8) != 0) as usize]
+            }
+            (false, ScaleWord::Binary16) => {
+                [0x0001, ((rng.range(5, 20) as u16) << 10) | rng.below(1024) as u16][(rng.below(8) != 0) as usize]
+            }
         });
     }
     Fp8RowWords { format, n, k, codes, scales }
@@ -174,20 +187,31 @@ enum F16Fields {
 fn gguf_f16_fields(format: Format) -> Option<F16Fields> {
     use Format::*;
     match format {
-        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufIq4Xs | GgufIq2Xxs | GgufIq2Xs | GgufIq2S | GgufIq3Xxs | GgufIq3S | GgufIq1S => Some(F16Fields::At(&[0])),
+        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufIq4Xs | GgufIq2Xxs | GgufIq2Xs | GgufIq2S
+        | GgufIq3Xxs | GgufIq3S | GgufIq1S => Some(F16Fields::At(&[0])),
         GgufQ2K => Some(F16Fields::At(&[80, 82])),
         GgufQ3K => Some(F16Fields::At(&[108])),
         GgufQ4K | GgufQ5K => Some(F16Fields::At(&[0, 2])),
         GgufQ6K => Some(F16Fields::At(&[208])),
         GgufIq1M => Some(F16Fields::TopNibbles(48)),
-        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
+        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4
+        | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
     }
 }
 
 /// Random ggml blocks: random bytes with finite binary16 multipliers (the edge scales included).
-fn gguf_blocks(format: Format, n: usize, k: usize, values: usize, bytes: usize, rng: &mut Rng, words: Words) -> Result<BlockWords> {
-    let fields = gguf_f16_fields(format).ok_or_else(|| Error::Unsupported(format!("{format} is not a GGUF block format")))?;
-    if k % values != 0 {
+fn gguf_blocks(
+    format: Format,
+    n: usize,
+    k: usize,
+    values: usize,
+    bytes: usize,
+    rng: &mut Rng,
+    words: Words,
+) -> Result<BlockWords> {
+    let fields =
+        gguf_f16_fields(format).ok_or_else(|| Error::Unsupported(format!("{format} is not a GGUF block format")))?;
+    if !k.is_multiple_of(values) {
         return Err(Error::Words(format!("{format}: K = {k} is not a multiple of {values}")));
     }
     let mut out: Vec<u8> = (0..n * k / values * bytes).map(|_| rng.next_u32() as u8).collect();
@@ -212,7 +236,13 @@ fn gguf_blocks(format: Format, n: usize, k: usize, values: usize, bytes: usize, 
 }
 
 /// Random valid logical words of `format` with logical `shape` (and nvfp4's `divisors`).
-pub fn random_words(format: Format, shape: &[usize], divisors: usize, rng: &mut Rng, words: Words) -> Result<LogicalWords> {
+pub fn random_words(
+    format: Format,
+    shape: &[usize],
+    divisors: usize,
+    rng: &mut Rng,
+    words: Words,
+) -> Result<LogicalWords> {
     let matrix = || match shape {
         [n, k] => Ok((*n, *k)),
         _ => Err(Error::Words(format!("{format} words need a rank-2 shape, got {shape:?}"))),

@@ -140,13 +140,16 @@ impl DirectWords {
         count("direct words", elements.unwrap_or(usize::MAX), self.words.len())?;
         match self.format.spec().geometry {
             Geometry::Direct { bytes: 2 } => match self.words.iter().position(|&w| w > 0xFFFF) {
-                Some(i) => Err(invalid(self.format, "a bf16 word has 16 bits", format!("element {i} is {:#x}", self.words[i]))),
+                Some(i) => {
+                    Err(invalid(self.format, "a bf16 word has 16 bits", format!("element {i} is {:#x}", self.words[i])))
+                }
                 None => Ok(()),
             },
             Geometry::Direct { .. } => Ok(()),
-            Geometry::Grouped { .. } | Geometry::BlockScaled { .. } | Geometry::RowScaled { .. } | Geometry::Block { .. } => {
-                Err(Error::Words(format!("{} is not a direct format", self.format)))
-            }
+            Geometry::Grouped { .. }
+            | Geometry::BlockScaled { .. }
+            | Geometry::RowScaled { .. }
+            | Geometry::Block { .. } => Err(Error::Words(format!("{} is not a direct format", self.format))),
         }
     }
 }
@@ -154,13 +157,15 @@ impl DirectWords {
 impl GroupedWords {
     /// `(group size, groups per row)` for this tensor's format and K.
     pub fn groups(&self) -> Result<(usize, usize)> {
-        let (group, ..) = self.format.grouped().ok_or_else(|| Error::Words(format!("{} is not a grouped format", self.format)))?;
+        let (group, ..) =
+            self.format.grouped().ok_or_else(|| Error::Words(format!("{} is not a grouped format", self.format)))?;
         Ok((group, self.k.div_ceil(group)))
     }
 
     pub fn validate(&self) -> Result<()> {
         let f = self.format;
-        let (group, qmin, qmax, mapping) = f.grouped().ok_or_else(|| Error::Words(format!("{f} is not a grouped format")))?;
+        let (group, qmin, qmax, mapping) =
+            f.grouped().ok_or_else(|| Error::Words(format!("{f} is not a grouped format")))?;
         let groups = self.k.div_ceil(group);
         count("grouped codes", self.n.saturating_mul(self.k), self.codes.len())?;
         count("grouped scales", self.n.saturating_mul(groups), self.scales.len())?;
@@ -172,7 +177,11 @@ impl GroupedWords {
                     Format::T2G128Fp16 if q == -2 => "T2 word 0b10 (-2) is outside the format",
                     _ => "code outside the format's legal interval",
                 };
-                return Err(invalid(f, rule, format!("row {}, column {}, code {q}", i / self.k.max(1), i % self.k.max(1))));
+                return Err(invalid(
+                    f,
+                    rule,
+                    format!("row {}, column {}, code {q}", i / self.k.max(1), i % self.k.max(1)),
+                ));
             }
         }
         for (r, &s) in self.scales.iter().enumerate() {
@@ -192,7 +201,11 @@ impl GroupedWords {
                 let start = n * self.k + g * group;
                 let end = (start + group).min((n + 1) * self.k);
                 if let Some(j) = self.codes[start..end].iter().position(|&q| q != 0) {
-                    return Err(invalid(f, "a +0 scale requires every code of its group to be 0", format!("{}, column {}", at(), g * group + j)));
+                    return Err(invalid(
+                        f,
+                        "a +0 scale requires every code of its group to be 0",
+                        format!("{}, column {}", at(), g * group + j),
+                    ));
                 }
             }
         }
@@ -206,7 +219,11 @@ impl Nvfp4Words {
         count("nvfp4 codes", self.n.saturating_mul(self.k), self.codes.len())?;
         count("nvfp4 scales", self.n.saturating_mul(self.k / 16), self.scales.len())?;
         if self.divisors.is_empty() || !self.n.is_multiple_of(self.divisors.len()) {
-            return Err(Error::Words(format!("nvfp4: {} divisors cannot split {} rows into equal sources", self.divisors.len(), self.n)));
+            return Err(Error::Words(format!(
+                "nvfp4: {} divisors cannot split {} rows into equal sources",
+                self.divisors.len(),
+                self.n
+            )));
         }
         if let Some(i) = self.codes.iter().position(|&c| c > 0xF) {
             return Err(invalid(f, "an E2M1 word has 4 bits", format!("code {i} is {:#x}", self.codes[i])));
@@ -224,7 +241,11 @@ impl Nvfp4Words {
         for (j, &d) in self.divisors.iter().enumerate() {
             let v = f32::from_bits(d);
             if !(v.is_finite() && v > 0.0) {
-                return Err(invalid(f, "every weight divisor d_w is finite and strictly positive", format!("divisor {j} is {d:#010x} ({v})")));
+                return Err(invalid(
+                    f,
+                    "every weight divisor d_w is finite and strictly positive",
+                    format!("divisor {j} is {d:#010x} ({v})"),
+                ));
             }
         }
         Ok(())
@@ -236,14 +257,19 @@ impl Fp8RowWords {
         let f = self.format;
         let scale = match f.spec().geometry {
             Geometry::RowScaled { scale } => scale,
-            Geometry::Direct { .. } | Geometry::Grouped { .. } | Geometry::BlockScaled { .. } | Geometry::Block { .. } => {
-                return Err(Error::Words(format!("{f} is not a row-scaled fp8 format")))
-            }
+            Geometry::Direct { .. }
+            | Geometry::Grouped { .. }
+            | Geometry::BlockScaled { .. }
+            | Geometry::Block { .. } => return Err(Error::Words(format!("{f} is not a row-scaled fp8 format"))),
         };
         count("fp8 codes", self.n.saturating_mul(self.k), self.codes.len())?;
         count("fp8 row scales", self.n, self.scales.len())?;
         if let Some(i) = self.codes.iter().position(|&c| e4m3fn_is_nan(c)) {
-            return Err(invalid(f, "E4M3FN weight codes are finite (0x7f and 0xff are NaN)", format!("row {}, column {}, code {:#04x}", i / self.k, i % self.k, self.codes[i])));
+            return Err(invalid(
+                f,
+                "E4M3FN weight codes are finite (0x7f and 0xff are NaN)",
+                format!("row {}, column {}, code {:#04x}", i / self.k, i % self.k, self.codes[i]),
+            ));
         }
         for (n, &s) in self.scales.iter().enumerate() {
             let at = || format!("row {n}, scale {s:#06x}");
@@ -260,7 +286,11 @@ impl Fp8RowWords {
             if s == 0 {
                 let row = &self.codes[n * self.k..(n + 1) * self.k];
                 if let Some(j) = row.iter().position(|&c| c & 0x7F != 0) {
-                    return Err(invalid(f, "a +0 row scale allows only signed-zero codes (0x00, 0x80)", format!("{}, column {j}, code {:#04x}", at(), row[j])));
+                    return Err(invalid(
+                        f,
+                        "a +0 row scale allows only signed-zero codes (0x00, 0x80)",
+                        format!("{}, column {j}, code {:#04x}", at(), row[j]),
+                    ));
                 }
             }
         }

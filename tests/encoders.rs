@@ -31,7 +31,9 @@ fn integral_rounding_is_ties_to_even_after_the_reciprocal() {
 
 #[test]
 fn qmax_not_abs_qmin_is_the_denominator() {
-    for (format, qmax) in [(Format::Q4G64Fp16, 7.0), (Format::Q5G64Fp16, 15.0), (Format::Q6G64Fp16, 31.0), (Format::Q8G32Fp16, 127.0)] {
+    for (format, qmax) in
+        [(Format::Q4G64Fp16, 7.0), (Format::Q5G64Fp16, 15.0), (Format::Q6G64Fp16, 31.0), (Format::Q8G32Fp16, 127.0)]
+    {
         let w = absmax(format, &[qmax, -qmax, 1.0]);
         assert_eq!(w.scales, vec![0x3C00], "{format}: amax / qmax = 1");
         assert_eq!(&w.codes[..2], &[qmax as i8, -qmax as i8], "{format}");
@@ -83,7 +85,11 @@ fn overflow_and_non_finite_sources_fail() {
 #[test]
 fn zero_groups_and_partial_last_groups() {
     let w = absmax(Format::Q4G64Fp16, &[-0.0; 64]);
-    assert_eq!((w.scales.clone(), w.codes.iter().all(|&c| c == 0)), (vec![0x0000], true), "all-zero (even -0) group: +0 scale");
+    assert_eq!(
+        (w.scales.clone(), w.codes.iter().all(|&c| c == 0)),
+        (vec![0x0000], true),
+        "all-zero (even -0) group: +0 scale"
+    );
     // K = 65: the last group holds one logical value and is scaled from it alone.
     let mut row = vec![100.0f32; 64];
     row.push(0.7);
@@ -101,7 +107,10 @@ fn bf16_and_binary16_sources_convert_exactly() {
     assert_eq!(a.tensor.payload(), b.tensor.payload());
     let h: Vec<u16> = [0.5f32, -2.0, 0.001].iter().map(|&x| f32_to_f16(x)).collect();
     let hf: Vec<f32> = h.iter().map(|&w| f16_to_f32(w)).collect();
-    assert_eq!(grouped_absmax(Format::Q8G32Fp16, 1, 3, Source::F16(&h)).unwrap().tensor.payload(), grouped_absmax(Format::Q8G32Fp16, 1, 3, Source::F32(&hf)).unwrap().tensor.payload());
+    assert_eq!(
+        grouped_absmax(Format::Q8G32Fp16, 1, 3, Source::F16(&h)).unwrap().tensor.payload(),
+        grouped_absmax(Format::Q8G32Fp16, 1, 3, Source::F32(&hf)).unwrap().tensor.payload()
+    );
     assert_eq!(a.provenance.method, "grouped_absmax");
 }
 
@@ -109,7 +118,13 @@ fn bf16_and_binary16_sources_convert_exactly() {
 fn q2_and_t2_targets_are_refused() {
     for f in [Format::Q2G64Fp16, Format::T2G128Fp16, Format::Nvfp4, Format::Bf16] {
         assert!(matches!(grouped_absmax(f, 1, 1, Source::F32(&[1.0])), Err(Error::Unsupported(_))), "{f}");
-        assert!(matches!(grouped_search(f, 1, 1, Source::F32(&[1.0]), SearchOptions::default()), Err(Error::Unsupported(_))), "{f}");
+        assert!(
+            matches!(
+                grouped_search(f, 1, 1, Source::F32(&[1.0]), SearchOptions::default()),
+                Err(Error::Unsupported(_))
+            ),
+            "{f}"
+        );
     }
     assert!(grouped_absmax(Format::Q4G64Fp16, 2, 3, Source::F32(&[1.0; 5])).is_err(), "shape mismatch");
 }
@@ -129,7 +144,14 @@ fn grouped_search_is_valid_and_never_worse_than_absmax() {
     for format in [Format::Q4G64Fp16, Format::Q5G64Fp16, Format::Q6G64Fp16, Format::Q8G32Fp16] {
         let base = grouped_absmax(format, n, k, Source::F32(&source)).unwrap();
         for negative_scales in [false, true] {
-            let s = grouped_search(format, n, k, Source::F32(&source), SearchOptions { importance: Some(&imp), negative_scales }).unwrap();
+            let s = grouped_search(
+                format,
+                n,
+                k,
+                Source::F32(&source),
+                SearchOptions { importance: Some(&imp), negative_scales },
+            )
+            .unwrap();
             s.tensor.validate().unwrap();
             let (eb, es) = (weighted_error(&base.tensor, &source, &imp), weighted_error(&s.tensor, &source, &imp));
             assert!(es <= eb, "{format}: search {es} > absmax {eb}");
@@ -142,7 +164,14 @@ fn grouped_search_is_valid_and_never_worse_than_absmax() {
     }
     let zero = grouped_search(Format::Q4G64Fp16, 1, 64, Source::F32(&[0.0; 64]), SearchOptions::default()).unwrap();
     assert_eq!(grouped(&zero.tensor).scales, vec![0x0000]);
-    assert!(grouped_search(Format::Q4G64Fp16, 1, 2, Source::F32(&[1.0, 2.0]), SearchOptions { importance: Some(&[1.0]), negative_scales: false }).is_err());
+    assert!(grouped_search(
+        Format::Q4G64Fp16,
+        1,
+        2,
+        Source::F32(&[1.0, 2.0]),
+        SearchOptions { importance: Some(&[1.0]), negative_scales: false }
+    )
+    .is_err());
 }
 
 #[test]
@@ -150,7 +179,14 @@ fn negative_scales_reach_qmin_for_a_positive_extreme() {
     // Eight equal positive values: only the scale -m/8 puts m exactly on a q4 code (-8).
     let m = 1.0f32;
     let row = [m, m, -m * 0.875, 0.0];
-    let s = grouped_search(Format::Q4G64Fp16, 1, 4, Source::F32(&row), SearchOptions { importance: None, negative_scales: true }).unwrap();
+    let s = grouped_search(
+        Format::Q4G64Fp16,
+        1,
+        4,
+        Source::F32(&row),
+        SearchOptions { importance: None, negative_scales: true },
+    )
+    .unwrap();
     let w = grouped(&s.tensor);
     let Dequantized::F32(v) = dequant(&s.tensor).unwrap() else { panic!() };
     assert_eq!(v, row.to_vec(), "exact with scale {:#06x} and codes {:?}", w.scales[0], w.codes);
@@ -212,11 +248,21 @@ fn direct_formats_persist_bit_for_bit_and_never_convert_implicitly() {
     assert_eq!(e.tensor.payload(), &[0x81, 0x7F, 0x00, 0x80]);
     let e = direct::persist(Format::Int32, &[2], DirectSource::I32(&[i32::MIN, -1])).unwrap();
     assert_eq!(e.tensor.payload(), &[0, 0, 0, 0x80, 0xFF, 0xFF, 0xFF, 0xFF]);
-    for (format, source) in [(Format::Bf16, DirectSource::F32(&[1.0])), (Format::Int32, DirectSource::F32(&[1.0])), (Format::Fp32, DirectSource::I32(&[1]))] {
-        assert!(matches!(direct::persist(format, &[1], source), Err(Error::Unsupported(m)) if m.contains("no implicit conversion")));
+    for (format, source) in [
+        (Format::Bf16, DirectSource::F32(&[1.0])),
+        (Format::Int32, DirectSource::F32(&[1.0])),
+        (Format::Fp32, DirectSource::I32(&[1])),
+    ] {
+        assert!(
+            matches!(direct::persist(format, &[1], source), Err(Error::Unsupported(m)) if m.contains("no implicit conversion"))
+        );
     }
     let e = direct::f32_to_bf16(&[4], &[f32::from_bits(0x3F80_8000), f32::from_bits(0x3F81_8000), nan, -0.0]).unwrap();
-    assert_eq!(e.tensor.payload(), &[0x80, 0x3F, 0x82, 0x3F, 0xC0, 0x7F, 0x00, 0x80], "ties to even; NaN stays NaN (quiet)");
+    assert_eq!(
+        e.tensor.payload(),
+        &[0x80, 0x3F, 0x82, 0x3F, 0xC0, 0x7F, 0x00, 0x80],
+        "ties to even; NaN stays NaN (quiet)"
+    );
 }
 
 /// A GGUF block: binary16 d then the code bytes.
@@ -256,7 +302,12 @@ fn q8_imports_gguf_q8_0_blocks_and_refuses_invalid_words() {
     assert_eq!(e.provenance.method, "import_encoded");
     let mut minus128 = codes.clone();
     minus128[3] = 0x80;
-    for (d, c, rule) in [(0x8000u16, &codes, "-0"), (0x3C00, &minus128, "-128"), (0x0000, &codes, "+0 scale"), (0x7E00, &codes, "finite")] {
+    for (d, c, rule) in [
+        (0x8000u16, &codes, "-0"),
+        (0x3C00, &minus128, "-128"),
+        (0x0000, &codes, "+0 scale"),
+        (0x7E00, &codes, "finite"),
+    ] {
         match import::q8_from_gguf_q8_0(1, 32, &block(d, c)) {
             Err(Error::InvalidWord { rule: r, .. }) => assert!(r.contains(rule), "{r}"),
             other => panic!("{rule}: {other:?}"),
@@ -271,7 +322,10 @@ fn imports_of_t2_nvfp4_and_fp8_copy_and_validate() {
     let e = import::nvfp4(128, 64, &vec![0x9; 128 * 64], &vec![0x38; 128 * 4], &[2f32.to_bits()]).unwrap();
     let Dequantized::F32(v) = dequant(&e.tensor).unwrap() else { panic!() };
     assert_eq!(v[0], -0.25);
-    assert!(import::nvfp4(128, 64, &vec![0; 128 * 64], &vec![0x80; 128 * 4], &[1f32.to_bits()]).is_err(), "negative-zero scale");
+    assert!(
+        import::nvfp4(128, 64, &vec![0; 128 * 64], &vec![0x80; 128 * 4], &[1f32.to_bits()]).is_err(),
+        "negative-zero scale"
+    );
     assert!(import::nvfp4(128, 64, &vec![0; 128 * 64], &vec![0; 128 * 4], &[0]).is_err(), "zero divisor");
     assert!(import::fp8(Format::Fp8E4m3fnRowFp16, 1, 2, &[0x7E, 0x01], &[0x3C00]).is_ok());
     assert!(import::fp8(Format::Fp8E4m3fnRowFp16, 1, 2, &[0x7F, 0x01], &[0x3C00]).is_err(), "NaN code");

@@ -72,7 +72,7 @@ fn tiny_gguf() -> Vec<u8> {
     b.extend(4u64.to_le_bytes());
     b.extend(1u32.to_le_bytes());
     b.extend(64u64.to_le_bytes());
-    while b.len() % 32 != 0 {
+    while !b.len().is_multiple_of(32) {
         b.push(0);
     }
     for row in 0..2u8 {
@@ -189,7 +189,11 @@ fn q2_0_decodes_to_its_formula_and_to_the_q2_import() {
     }
     let imported = import::q2_from_gguf_q2_0(n, k, &blocks).unwrap();
     let Dequantized::F32(w) = dequant(&imported.tensor).unwrap() else { panic!() };
-    assert_eq!(w.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "gguf_q2_0 and its Q2 import agree bit for bit");
+    assert_eq!(
+        w.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        "gguf_q2_0 and its Q2 import agree bit for bit"
+    );
     let t = EncodedTensor::new(TensorDesc::new(Format::GgufQ2_0, Layout::GgufBlocksV1, &[n, k]), blocks).unwrap();
     let Dequantized::F32(g) = dequant(&t).unwrap() else { panic!() };
     assert_eq!(g, v);
@@ -205,7 +209,11 @@ struct Entry {
 
 #[test]
 fn every_gguf_type_decodes_bit_identically_to_llama_cpps_gguf_library() {
-    let ready = Command::new("python3").args(["-c", "import gguf, numpy"]).output().map(|o| o.status.success()).unwrap_or(false);
+    let ready = Command::new("python3")
+        .args(["-c", "import gguf, numpy"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     if !ready {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with gguf and numpy is missing");
         eprintln!("python3 with the gguf package not found: cross-check skipped");
@@ -216,7 +224,10 @@ fn every_gguf_type_decodes_bit_identically_to_llama_cpps_gguf_library() {
     let seed = Rng::seed_from_time() % (1 << 32);
     println!("gguf fixture seed {seed}");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
-    assert!(Command::new("python3").arg(script).arg(&dir).arg(seed.to_string()).status().unwrap().success(), "fixture generator failed");
+    assert!(
+        Command::new("python3").arg(script).arg(&dir).arg(seed.to_string()).status().unwrap().success(),
+        "fixture generator failed"
+    );
     let manifest: Vec<Entry> = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     let file = GgufFile::open(dir.join("fixture.gguf")).unwrap();
     assert_eq!(file.metadata("test.string"), Some(&Value::String("ninfer ✓".into())));
@@ -228,27 +239,50 @@ fn every_gguf_type_decodes_bit_identically_to_llama_cpps_gguf_library() {
     for e in &manifest {
         let info = file.info(&e.name).unwrap_or_else(|| panic!("{} missing from the file", e.name));
         assert_eq!(info.ggml_type, e.ggml_type);
-        let expect: Vec<u32> = std::fs::read(dir.join(format!("{}.f32", e.name))).unwrap().chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let expect: Vec<u32> = std::fs::read(dir.join(format!("{}.f32", e.name)))
+            .unwrap()
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         match &info.kind {
             TensorKind::NotRegistered { .. } => {
-                assert!(Format::from_ggml_type(e.ggml_type).is_none(), "{} is registered but read as unregistered", e.name);
+                assert!(
+                    Format::from_ggml_type(e.ggml_type).is_none(),
+                    "{} is registered but read as unregistered",
+                    e.name
+                );
                 continue;
             }
             TensorKind::Registered { format, .. } => {
                 let t = file.tensor(&e.name).unwrap();
                 let shape = t.shape();
-                assert_eq!((shape[..shape.len() - 1].iter().product::<usize>(), shape[shape.len() - 1]), (e.n, e.k), "{}", e.name);
+                assert_eq!(
+                    (shape[..shape.len() - 1].iter().product::<usize>(), shape[shape.len() - 1]),
+                    (e.n, e.k),
+                    "{}",
+                    e.name
+                );
                 let Dequantized::F32(got) = dequant(&t).unwrap() else { panic!() };
                 let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
-                if let Some(i) = (0..expect.len()).find(|&i| got[i] != expect[i] && !(f32::from_bits(got[i]).is_nan() && f32::from_bits(expect[i]).is_nan())) {
-                    failures.push(format!("{}: value {i}: ours {:#010x} ({}), gguf {:#010x} ({})", e.name, got[i], f32::from_bits(got[i]), expect[i], f32::from_bits(expect[i])));
+                if let Some(i) = (0..expect.len()).find(|&i| {
+                    got[i] != expect[i] && !(f32::from_bits(got[i]).is_nan() && f32::from_bits(expect[i]).is_nan())
+                }) {
+                    failures.push(format!(
+                        "{}: value {i}: ours {:#010x} ({}), gguf {:#010x} ({})",
+                        e.name,
+                        got[i],
+                        f32::from_bits(got[i]),
+                        expect[i],
+                        f32::from_bits(expect[i])
+                    ));
                 }
                 checked.insert(*format);
             }
         }
     }
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
-    let gguf_formats: Vec<Format> = Format::ALL.into_iter().filter(|f| f.category() == Category::GgufBlock && *f != Format::GgufQ2_0).collect();
+    let gguf_formats: Vec<Format> =
+        Format::ALL.into_iter().filter(|f| f.category() == Category::GgufBlock && *f != Format::GgufQ2_0).collect();
     for f in gguf_formats {
         assert!(checked.contains(&f), "{f} was not cross-checked");
     }
@@ -279,8 +313,10 @@ fn q8_1_quantizes_as_ggml_and_the_a8_criterion_judges_products() {
     let w = dequantize_blocks(Format::GgufQ4_0, &blocks).unwrap();
     let xf: Vec<f32> = (0..k).map(|_| rng.unit()).collect();
     let xq: Vec<f32> = q8_1::quantize(&xf).unwrap().iter().flat_map(|b| b.values()).collect();
-    let product = |x: &[f32]| -> Vec<f32> { w.chunks_exact(k).map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum()).collect() };
-    let exact: Vec<f64> = w.chunks_exact(k).map(|row| row.iter().zip(&xf).map(|(&a, &b)| a as f64 * b as f64).sum()).collect();
+    let product =
+        |x: &[f32]| -> Vec<f32> { w.chunks_exact(k).map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum()).collect() };
+    let exact: Vec<f64> =
+        w.chunks_exact(k).map(|row| row.iter().zip(&xf).map(|(&a, &b)| a as f64 * b as f64).sum()).collect();
     let (ok, ratio, max) = a8_criterion(&product(&xq), &exact);
     assert!(ok, "A8 product: ratio {ratio:e}, max error {max:e}");
     let mut broken = xq.clone();
@@ -296,7 +332,13 @@ fn cli_reads_gguf_files() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("tiny.gguf");
     std::fs::write(&file, tiny_gguf()).unwrap();
-    let cli = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).env("NINFER_WGPU_ADAPTER", "no-adapter-here").output().unwrap();
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu"))
+            .args(args)
+            .env("NINFER_WGPU_ADAPTER", "no-adapter-here")
+            .output()
+            .unwrap()
+    };
     let out = cli(&["inspect", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -307,5 +349,8 @@ fn cli_reads_gguf_files() {
     let f = GgufFile::open(&file).unwrap();
     let Dequantized::F32(v) = dequant(&f.tensor("w").unwrap()).unwrap() else { panic!() };
     assert_eq!(std::fs::read(&y).unwrap(), v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
-    assert!(!cli(&["dequant", file.to_str().unwrap(), "h", "--device", "cpu", "-o", y.to_str().unwrap()]).status.success(), "an unregistered type is an error");
+    assert!(
+        !cli(&["dequant", file.to_str().unwrap(), "h", "--device", "cpu", "-o", y.to_str().unwrap()]).status.success(),
+        "an unregistered type is an error"
+    );
 }

@@ -1,9 +1,12 @@
 //! GPU conformance on every adapter this machine offers, windowed bindings, 2-D dispatches and
 //! capability refusals. With `CI=true` a missing adapter fails instead of skipping; CI names
-//! the adapters it installs in `NINFER_WGPU_EXPECT` (comma-separated selectors).
+//! the adapters it installs in `NINFER_WGPU_EXPECT` (comma-separated selectors). The library is
+//! async; these tests wait on it with `native::block_on`.
 
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
+use ninfer_wgpu::gpu::plan::Request;
 use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Variant};
+use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{random_activation, random_words, Rng, Words};
 use ninfer_wgpu::{EncodedTensor, Error, Format, Layout, TensorDesc};
 
@@ -16,13 +19,14 @@ fn selectors() -> Vec<String> {
     if let Ok(list) = std::env::var("NINFER_WGPU_EXPECT") {
         return list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     }
-    let mut backends: Vec<String> = gpu::adapters().into_iter().map(|a| a.platform.backend.to_lowercase()).collect();
+    let mut backends: Vec<String> =
+        block_on(gpu::adapters()).into_iter().map(|a| a.platform.backend.to_lowercase()).collect();
     backends.dedup();
     backends
 }
 
 fn open(selector: &str, options: GpuOptions) -> Option<Gpu> {
-    match Gpu::open(&GpuOptions { adapter: Some(selector.to_string()), ..options }) {
+    match block_on(Gpu::open(&GpuOptions { adapter: Some(selector.to_string()), ..options })) {
         Ok(gpu) => Some(gpu),
         Err(e) if ci() => panic!("CI=true and adapter `{selector}` is missing: {e}"),
         Err(e) => {
@@ -59,14 +63,59 @@ fn conformance_on_every_adapter() {
         let Some(gpu) = open(&selector, GpuOptions::default()) else { continue };
         let seed = Rng::seed_from_time();
         println!("conformance on {} with seed {seed}", gpu.platform().summary());
-        let results = conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {});
+        let results = block_on(conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {}));
         for r in &results {
-            println!("  {:<20} {:<7} {:<9} {:<12} {:<16} {:?} max {:.3e} {}", r.format, r.op, r.variant, format!("{:?}", r.shape), r.criterion, r.verdict, r.max_error, r.detail);
+            println!(
+                "  {:<20} {:<7} {:>2} {:<9} {:<12} {:<16} {:?} max {:.3e} {}",
+                r.format,
+                r.op,
+                r.columns,
+                r.variant,
+                format!("{:?}", r.shape),
+                r.criterion,
+                r.verdict,
+                r.max_error,
+                r.detail
+            );
         }
         let ran_subgroup = results.iter().any(|r| r.variant == "subgroup");
-        assert_eq!(ran_subgroup, gpu.platform().has_subgroups && gpu.platform().probes.subgroups_contiguous == Some(true), "subgroup variant runs exactly where supported");
-        assert!(results.len() >= 100, "{selector}: only {} cases ran", results.len());
-        failures.extend(results.into_iter().filter(|r| r.verdict == Verdict::Fail).map(|r| format!("{selector} seed {seed}: {} {} {} {:?}: {}", r.format, r.op, r.variant, r.shape, r.detail)));
+        assert_eq!(
+            ran_subgroup,
+            gpu.platform().has_subgroups && gpu.platform().probes.subgroups_contiguous == Some(true),
+            "subgroup variant runs exactly where supported"
+        );
+        // Every format × every op it supports × every column count.
+        for format in Format::ALL {
+            let ran = |op: &str, columns: usize| {
+                results
+                    .iter()
+                    .any(|r| r.format == format.name() && r.op == op && (op != "matmul" || r.columns == columns))
+            };
+            assert!(ran("dequant", 0) && ran("gather", 0), "{selector}: {format} dequant and gather ran");
+            if format != Format::Int32 {
+                for j in conformance::COLUMNS {
+                    assert!(ran("matmul", j), "{selector}: {format} matmul with {j} column(s) ran");
+                }
+            }
+        }
+        let deviations: Vec<_> = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).collect();
+        if !deviations.is_empty() {
+            assert_eq!(
+                gpu.platform().probes.flushes_subnormal_results,
+                Some(true),
+                "{selector}: deviations are reported only where the probe saw flushing"
+            );
+            println!(
+                "{selector}: {} platform deviation(s) (subnormals flushed), reported, not passed",
+                deviations.len()
+            );
+        }
+        failures.extend(results.into_iter().filter(|r| r.verdict == Verdict::Fail).map(|r| {
+            format!(
+                "{selector} seed {seed}: {} {}×{} {} {:?}: {}",
+                r.format, r.op, r.columns, r.variant, r.shape, r.detail
+            )
+        }));
     }
     assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
 }
@@ -97,21 +146,39 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
         let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
         assert!(t.payload().len() > 1 << 20, "{format}: the payload must exceed one binding");
-        let (a, b) = (full.upload(&t).unwrap(), tight.upload(&t).unwrap());
-        let plan = tight.prepare(&b, Op::Dequant, Variant::Workgroup, None).unwrap();
+        let (a, b) = (block_on(full.upload(&t)).unwrap(), block_on(tight.upload(&t)).unwrap());
+        let plan = block_on(tight.prepare(&b, Request::Dequant, Variant::Workgroup, &[])).unwrap();
         assert!(plan.passes() > 1, "{format}: {} pass(es) under a 1 MiB binding", plan.passes());
-        assert_eq!(full.dequant(&a).unwrap(), tight.dequant(&b).unwrap(), "{format}: windowed dequant differs");
-        let x = random_activation(shape[1], &mut rng);
+        assert_eq!(
+            block_on(full.dequant(&a)).unwrap(),
+            block_on(tight.dequant(&b)).unwrap(),
+            "{format}: windowed dequant differs"
+        );
+        let rows = conformance::gather_rows(shape[0], &mut rng);
+        let gathered = block_on(tight.gather(&b, &rows)).unwrap();
+        assert_eq!(block_on(full.gather(&a, &rows)).unwrap(), gathered, "{format}: windowed gather differs");
+        let plan = block_on(tight.prepare(&b, Request::Gather { rows: &rows }, Variant::Workgroup, &[])).unwrap();
+        assert!(plan.passes() > 1, "{format}: gathered rows come from several windows");
+        let columns = 3;
+        let x = random_activation(shape[1] * columns, &mut rng);
         for variant in [Variant::Workgroup, Variant::Subgroup] {
-            let (ya, yb) = match (full.matvec_with(&a, &x, variant), tight.matvec_with(&b, &x, variant)) {
+            let (ya, yb) = match (
+                block_on(full.matmul_with(&a, &x, columns, variant)),
+                block_on(tight.matmul_with(&b, &x, columns, variant)),
+            ) {
                 (Ok(ya), Ok(yb)) => (ya, yb),
                 (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if variant == Variant::Subgroup => continue,
                 (ra, rb) => panic!("{format} {variant:?}: {ra:?} / {rb:?}"),
             };
             // Same kernel, same per-row reduction order: windows change only where rows are read.
-            assert_eq!(ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{format} {variant:?}: windowed matvec differs");
+            assert_eq!(
+                ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{format} {variant:?}: windowed matvec differs"
+            );
         }
-        let case = conformance::run_case(&tight, format, Op::Matvec, Variant::Workgroup, &shape, &mut rng).unwrap();
+        let case = block_on(conformance::run_case(&tight, format, Op::Matmul, Variant::Workgroup, &shape, 8, &mut rng))
+            .unwrap();
         assert_eq!(case.verdict, Verdict::Pass, "{format} windowed matvec vs oracle: {}", case.detail);
     }
 }
@@ -120,39 +187,87 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
 fn unsupported_combinations_are_errors_not_panics() {
     let Some(gpu) = first_gpu(GpuOptions { max_buffer_size: Some(1 << 16), ..Default::default() }) else { return };
     let mut rng = Rng::new(1);
-    let int = EncodedTensor::encode(&random_words(Format::Int32, &[2, 3], 1, &mut rng, Words::All).unwrap(), Layout::ContiguousLeV1).unwrap();
-    let up = gpu.upload(&int).unwrap();
-    assert!(matches!(gpu.matvec(&up, &[0.0; 3]), Err(Error::Unsupported(m)) if m.contains("int32 has no matvec")));
+    let int = EncodedTensor::encode(
+        &random_words(Format::Int32, &[2, 3], 1, &mut rng, Words::All).unwrap(),
+        Layout::ContiguousLeV1,
+    )
+    .unwrap();
+    let up = block_on(gpu.upload(&int)).unwrap();
+    assert!(
+        matches!(block_on(gpu.matmul(&up, &[0.0; 3], 1)), Err(Error::Unsupported(m)) if m.contains("int32 has no matmul"))
+    );
+    // int32 rows gather exactly: they are indexes.
+    let words = block_on(gpu.gather(&up, &[1, 0, 1])).unwrap();
+    let all = block_on(gpu.dequant(&up)).unwrap();
+    assert_eq!(words, [&all[3..6], &all[0..3], &all[3..6]].concat());
 
     // A block tensor's activation must cover whole rows too.
-    let gguf = EncodedTensor::new(TensorDesc::new(Format::GgufIq2Xxs, Layout::GgufBlocksV1, &[1, 256]), vec![0u8; 66]).unwrap();
-    assert!(matches!(gpu.matvec(&gpu.upload(&gguf).unwrap(), &[0.0; 255]), Err(Error::Shape { .. })));
+    let gguf = EncodedTensor::new(TensorDesc::new(Format::GgufIq2Xxs, Layout::GgufBlocksV1, &[1, 256]), vec![0u8; 66])
+        .unwrap();
+    assert!(matches!(
+        block_on(gpu.matmul(&block_on(gpu.upload(&gguf)).unwrap(), &[0.0; 255], 1)),
+        Err(Error::Shape { .. })
+    ));
 
-    let q4 = EncodedTensor::encode(&random_words(Format::Q4G64Fp16, &[2, 64], 1, &mut rng, Words::Finite).unwrap(), Layout::RowSplitK128V1).unwrap();
-    let up = gpu.upload(&q4).unwrap();
-    assert!(matches!(gpu.matvec(&up, &[0.0; 63]), Err(Error::Shape { .. })), "x of the wrong length");
+    let q4 = EncodedTensor::encode(
+        &random_words(Format::Q4G64Fp16, &[2, 64], 1, &mut rng, Words::Finite).unwrap(),
+        Layout::RowSplitK128V1,
+    )
+    .unwrap();
+    let up = block_on(gpu.upload(&q4)).unwrap();
+    assert!(matches!(block_on(gpu.matmul(&up, &[0.0; 63], 1)), Err(Error::Shape { .. })), "x of the wrong length");
+    match block_on(gpu.matmul(&up, &[0.0; 64 * 2], 3)) {
+        Err(Error::Shape { detail, .. }) => {
+            assert!(detail.contains("J = 3") && detail.contains("expected 192"), "{detail}")
+        }
+        other => panic!("three columns from two: {other:?}"),
+    }
+    for columns in [0, 9] {
+        match block_on(gpu.matmul(&up, &vec![0.0; 64 * columns], columns)) {
+            Err(Error::Unsupported(m)) => assert!(m.contains("1..=8"), "{m}"),
+            other => panic!("J = {columns}: {other:?}"),
+        }
+    }
+    match block_on(gpu.gather(&up, &[0, 2])) {
+        Err(Error::Shape { detail, .. }) => {
+            assert!(detail.contains("row index 2") && detail.contains("N = 2"), "{detail}")
+        }
+        other => panic!("row past N: {other:?}"),
+    }
 
-    let bf = EncodedTensor::encode(&random_words(Format::Bf16, &[2, 2, 2], 1, &mut rng, Words::Finite).unwrap(), Layout::ContiguousLeV1).unwrap();
-    let up = gpu.upload(&bf).unwrap();
-    assert!(matches!(gpu.matvec(&up, &[0.0; 2]), Err(Error::Unsupported(m)) if m.contains("rank-2")));
+    let bf = EncodedTensor::encode(
+        &random_words(Format::Bf16, &[2, 2, 2], 1, &mut rng, Words::Finite).unwrap(),
+        Layout::ContiguousLeV1,
+    )
+    .unwrap();
+    let up = block_on(gpu.upload(&bf)).unwrap();
+    assert!(matches!(block_on(gpu.matmul(&up, &[0.0; 2], 1)), Err(Error::Unsupported(m)) if m.contains("rank-2")));
+    assert!(matches!(block_on(gpu.gather(&up, &[0])), Err(Error::Unsupported(m)) if m.contains("rank-2")));
 
-    let big = EncodedTensor::encode(&random_words(Format::Fp32, &[100, 200], 1, &mut rng, Words::Finite).unwrap(), Layout::ContiguousLeV1).unwrap();
-    match gpu.upload(&big) {
+    let big = EncodedTensor::encode(
+        &random_words(Format::Fp32, &[100, 200], 1, &mut rng, Words::Finite).unwrap(),
+        Layout::ContiguousLeV1,
+    )
+    .unwrap();
+    match block_on(gpu.upload(&big)) {
         Err(Error::Unsupported(m)) => assert!(m.contains("80000") && m.contains("65536"), "names both sizes: {m}"),
         other => panic!("oversized payload: {:?}", other.err()),
     }
 
     if !gpu.platform().has_subgroups {
-        assert!(matches!(gpu.matvec_with(&gpu.upload(&q4).unwrap(), &[0.0; 64], Variant::Subgroup), Err(Error::Unsupported(m)) if m.contains("SUBGROUP")));
+        let up = block_on(gpu.upload(&q4)).unwrap();
+        assert!(
+            matches!(block_on(gpu.matmul_with(&up, &[0.0; 64], 1, Variant::Subgroup)), Err(Error::Unsupported(m)) if m.contains("SUBGROUP"))
+        );
     }
 }
 
 #[test]
 fn adapter_selection_names_what_is_available() {
-    if gpu::adapters().is_empty() {
+    if block_on(gpu::adapters()).is_empty() {
         return;
     }
-    match Gpu::open(&GpuOptions { adapter: Some("no-such-adapter-xyz".into()), ..Default::default() }) {
+    match block_on(Gpu::open(&GpuOptions { adapter: Some("no-such-adapter-xyz".into()), ..Default::default() })) {
         Err(Error::Gpu(m)) => assert!(m.contains("no adapter matches") && m.contains("available"), "{m}"),
         other => panic!("expected a selection error, got {:?}", other.err()),
     }
@@ -168,20 +283,35 @@ fn extreme_legal_words_stay_exact_or_bounded() {
         let mut rng = Rng::new(d as u64);
         let codes = (0..128 * 64).map(|_| rng.below(16) as u8).collect();
         let scales = (0..128 * 4).map(|_| rng.below(0x7F) as u8).collect();
-        let t = EncodedTensor::encode(&LogicalWords::Nvfp4(Nvfp4Words { n: 128, k: 64, codes, scales, divisors: vec![d] }), Layout::BlockScaleK16M128x4V1).unwrap();
-        let r = conformance::check_dequant(&gpu, &t).unwrap();
+        let t = EncodedTensor::encode(
+            &LogicalWords::Nvfp4(Nvfp4Words { n: 128, k: 64, codes, scales, divisors: vec![d] }),
+            Layout::BlockScaleK16M128x4V1,
+        )
+        .unwrap();
+        let r = block_on(conformance::check_dequant(&gpu, &t)).unwrap();
         assert_ne!(r.verdict, Verdict::Fail, "nvfp4 divisor {d:#010x}: {}", r.detail);
     }
-    // An fp8 row whose bf16 multiplier is the smallest subnormal: the product is a normal f32.
-    let t = EncodedTensor::encode(&LogicalWords::Fp8Row(Fp8RowWords { format: Format::Fp8E4m3fnRowBf16, n: 1, k: 32, codes: vec![0x7E; 32], scales: vec![0x0001] }), Layout::RowScaleV1).unwrap();
+    // An fp8 row whose bf16 multiplier is the smallest subnormal: the product is a normal f32,
+    // and so is the row sum, as long as the multiplier is applied once per row.
+    let t = EncodedTensor::encode(
+        &LogicalWords::Fp8Row(Fp8RowWords {
+            format: Format::Fp8E4m3fnRowBf16,
+            n: 1,
+            k: 32,
+            codes: vec![0x7E; 32],
+            scales: vec![0x0001],
+        }),
+        Layout::RowScaleV1,
+    )
+    .unwrap();
     for variant in [Variant::Workgroup, Variant::Subgroup] {
-        match conformance::check_matvec(&gpu, &t, &[1.0; 32], variant) {
+        match block_on(conformance::check_matvec(&gpu, &t, &[1.0; 32], variant)) {
             Ok(r) => assert_eq!(r.verdict, Verdict::Pass, "{variant:?}: {}", r.detail),
             Err(Error::Unsupported(_)) if variant == Variant::Subgroup => {}
             Err(e) => panic!("{e}"),
         }
     }
-    assert_eq!(conformance::check_dequant(&gpu, &t).unwrap().verdict, Verdict::Pass);
+    assert_eq!(block_on(conformance::check_dequant(&gpu, &t)).unwrap().verdict, Verdict::Pass);
 }
 
 #[test]
@@ -201,7 +331,8 @@ fn cli_file_commands_run_kernels_that_match_the_oracle() {
     writer.add_encoded("w", grouped_absmax(Format::Q5G64Fp16, n, k, Source::F32(&w)).unwrap()).unwrap();
     let artifact = dir.join("w.ninfer");
     writer.write(&artifact).unwrap();
-    let x: Vec<f32> = (0..k).map(|_| rng.unit()).collect();
+    // Three activation columns back to back.
+    let x: Vec<f32> = (0..3 * k).map(|_| rng.unit()).collect();
     let x_path = dir.join("x.f32");
     std::fs::write(&x_path, x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
     let run = |args: &[&str]| {
@@ -210,12 +341,54 @@ fn cli_file_commands_run_kernels_that_match_the_oracle() {
     };
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     for device in ["cpu", "gpu"] {
-        run(&["dequant", &path(&artifact), "w", "--device", device, "--adapter", &selector, "-o", &path(&dir.join(format!("d-{device}.f32")))]);
-        run(&["matvec", &path(&artifact), "w", "--x", &path(&x_path), "--device", device, "--adapter", &selector, "-o", &path(&dir.join(format!("y-{device}.f32")))]);
+        run(&[
+            "dequant",
+            &path(&artifact),
+            "w",
+            "--device",
+            device,
+            "--adapter",
+            &selector,
+            "-o",
+            &path(&dir.join(format!("d-{device}.f32"))),
+        ]);
+        run(&[
+            "matvec",
+            &path(&artifact),
+            "w",
+            "--x",
+            &path(&x_path),
+            "--columns",
+            "3",
+            "--device",
+            device,
+            "--adapter",
+            &selector,
+            "-o",
+            &path(&dir.join(format!("y-{device}.f32"))),
+        ]);
+        run(&[
+            "gather",
+            &path(&artifact),
+            "w",
+            "--rows",
+            "4,0,4,2",
+            "--device",
+            device,
+            "--adapter",
+            &selector,
+            "-o",
+            &path(&dir.join(format!("g-{device}.f32"))),
+        ]);
     }
     let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
     assert_eq!(read("d-gpu.f32"), read("d-cpu.f32"), "q5 dequant is bit-exact on the GPU");
+    let (d, g) = (read("d-cpu.f32"), read("g-gpu.f32"));
+    let row = |r: usize| &d[r * 4 * k..(r + 1) * 4 * k];
+    assert_eq!(g, [row(4), row(0), row(4), row(2)].concat(), "gather gives dequant's rows in request order");
+    assert_eq!(read("g-cpu.f32"), g, "gather on the CPU and the GPU agree bit for bit");
     let (yc, yg) = (read("y-cpu.f32"), read("y-gpu.f32"));
+    assert_eq!(yc.len(), 3 * n * 4, "three columns of N outputs");
     let f = |b: &[u8]| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<f32>>();
     for (a, b) in f(&yc).iter().zip(f(&yg)) {
         assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "matvec {a} vs {b}");

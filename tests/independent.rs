@@ -21,13 +21,20 @@ struct Case {
 }
 
 fn python_ready() -> bool {
-    Command::new("python3").args(["-c", "import numpy, ml_dtypes"]).output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new("python3")
+        .args(["-c", "import numpy, ml_dtypes"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 #[test]
 fn encoders_match_the_independent_python_implementation() {
     if !python_ready() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with numpy and ml_dtypes is missing");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but python3 with numpy and ml_dtypes is missing"
+        );
         eprintln!("python3 with numpy and ml_dtypes not found: independent check skipped");
         return;
     }
@@ -58,7 +65,12 @@ fn encoders_match_the_independent_python_implementation() {
                 let expect = std::fs::read(dir.join(format!("{}.bin", c.case))).unwrap();
                 if e.tensor.payload() != expect.as_slice() {
                     let at = e.tensor.payload().iter().zip(&expect).position(|(a, b)| a != b);
-                    mismatches.push(format!("{}: payloads differ (lengths {} vs {}, first difference at {at:?})", c.case, e.tensor.payload().len(), expect.len()));
+                    mismatches.push(format!(
+                        "{}: payloads differ (lengths {} vs {}, first difference at {at:?})",
+                        c.case,
+                        e.tensor.payload().len(),
+                        expect.len()
+                    ));
                 }
             }
             (Err(e), false) => mismatches.push(format!("{}: Rust refused ({e}) but Python encoded", c.case)),

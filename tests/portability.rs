@@ -15,7 +15,9 @@ fn translate(key: KernelKey) -> Result<(), String> {
     };
     let mut validator = Validator::new(ValidationFlags::all(), caps);
     if key.variant == Variant::Subgroup {
-        validator.subgroup_stages(naga::valid::ShaderStages::COMPUTE).subgroup_operations(naga::valid::SubgroupOperationSet::all());
+        validator
+            .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+            .subgroup_operations(naga::valid::SubgroupOperationSet::all());
     }
     let info = validator.validate(&module).map_err(|e| format!("validation: {}", e.emit_to_string(&source)))?;
     let entry = key.entry_point().to_string();
@@ -27,22 +29,34 @@ fn translate(key: KernelKey) -> Result<(), String> {
     spv::write_vec(&module, &info, &spv_options, None).map_err(|e| format!("SPIR-V: {e}"))?;
 
     let msl_options = msl::Options { lang_version: (2, 4), ..Default::default() };
-    let msl_pipeline = msl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry.clone())), ..Default::default() };
+    let msl_pipeline =
+        msl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry.clone())), ..Default::default() };
     msl::write_string(&module, &info, &msl_options, &msl_pipeline).map_err(|e| format!("MSL: {e}"))?;
 
     let hlsl_options = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
     let hlsl_pipeline = hlsl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry.clone())) };
     let mut hlsl_out = String::new();
-    hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline).write(&module, &info, None).map_err(|e| format!("HLSL: {e}"))?;
+    hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline)
+        .write(&module, &info, None)
+        .map_err(|e| format!("HLSL: {e}"))?;
 
     if key.variant == Variant::Workgroup {
         // GLSL ES 3.10 is the GL/GLES compute baseline; it has no subgroup operations.
-        let glsl_options = glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
-        let glsl_pipeline = glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
+        let glsl_options =
+            glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
+        let glsl_pipeline =
+            glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
         let mut glsl_out = String::new();
-        glsl::Writer::new(&mut glsl_out, &module, &info, &glsl_options, &glsl_pipeline, naga::proc::BoundsCheckPolicies::default())
-            .and_then(|mut w| w.write())
-            .map_err(|e| format!("GLSL: {e}"))?;
+        glsl::Writer::new(
+            &mut glsl_out,
+            &module,
+            &info,
+            &glsl_options,
+            &glsl_pipeline,
+            naga::proc::BoundsCheckPolicies::default(),
+        )
+        .and_then(|mut w| w.write())
+        .map_err(|e| format!("GLSL: {e}"))?;
     }
     Ok(())
 }
@@ -50,8 +64,14 @@ fn translate(key: KernelKey) -> Result<(), String> {
 #[test]
 fn every_kernel_validates_and_translates_to_every_backend_language() {
     let keys = capability::kernel_keys();
-    assert!(keys.len() >= 12 * 2, "every native format has at least dequant and matvec ({} keys)", keys.len());
-    let failures: Vec<String> = keys.iter().filter_map(|&k| translate(k).err().map(|e| format!("{}: {e}", k.label()))).collect();
+    let formats = ninfer_wgpu::Format::ALL.len();
+    assert_eq!(
+        keys.len(),
+        formats * 2 + (formats - 1) * 2,
+        "every format has dequant and gather, every float format matmul in two variants"
+    );
+    let failures: Vec<String> =
+        keys.iter().filter_map(|&k| translate(k).err().map(|e| format!("{}: {e}", k.label()))).collect();
     assert!(failures.is_empty(), "{} of {} kernels failed:\n{}", failures.len(), keys.len(), failures.join("\n"));
 }
 
@@ -59,9 +79,12 @@ fn every_kernel_validates_and_translates_to_every_backend_language() {
 fn probes_validate_too() {
     use ninfer_wgpu::gpu::kernels::probe_sources;
     for (name, source, caps) in probe_sources() {
-        let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
-        let mut v = Validator::new(ValidationFlags::all(), if caps { Capabilities::SUBGROUP } else { Capabilities::empty() });
-        v.subgroup_stages(naga::valid::ShaderStages::COMPUTE).subgroup_operations(naga::valid::SubgroupOperationSet::all());
+        let module =
+            naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
+        let mut v =
+            Validator::new(ValidationFlags::all(), if caps { Capabilities::SUBGROUP } else { Capabilities::empty() });
+        v.subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+            .subgroup_operations(naga::valid::SubgroupOperationSet::all());
         v.validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
     }
 }

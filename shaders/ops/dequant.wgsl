@@ -1,5 +1,5 @@
-// Dequant: one invocation per 32-value chunk writes the chunk's exact binary32 words (int32:
-// its integer words) to OUT, C order; lanes past K are not written.
+// Dequant: one invocation per 32-value chunk of the pass's rows writes the chunk's exact words,
+// C order, from OUT word out_off on (the output is windowed per pass like the payload).
 
 const DEQUANT_WG: u32 = 64u;
 
@@ -10,15 +10,5 @@ fn dequant(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
         return;
     }
     let row = id / P.chunks;
-    let c = id % P.chunks;
-    let bits = chunk_bits(row, c);
-    let base = P.out_off + row * P.k + c * 32u;
-    let n = min(32u, P.k - c * 32u);
-    for (var i = 0u; i < 8u; i++) {
-        for (var l = 0u; l < 4u; l++) {
-            if 4u * i + l < n {
-                OUT[base + 4u * i + l] = bits[i][l];
-            }
-        }
-    }
+    write_chunk_words(row, id % P.chunks, P.out_off + row * P.k);
 }

@@ -9,7 +9,8 @@ mod files;
 use clap::{Parser, Subcommand};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
-use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op};
+use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op, MAX_COLUMNS};
+use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::Rng;
 use ninfer_wgpu::{Error, Format};
 use std::io::Write;
@@ -17,7 +18,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ninfer-wgpu", version, about = "NInfer's weight formats on any GPU: exact dequant, fast matvec, conformance against the oracle")]
+#[command(
+    name = "ninfer-wgpu",
+    version,
+    about = "NInfer's weight formats on any GPU: exact dequant, fast matvec, conformance against the oracle"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -64,6 +69,12 @@ enum Command {
         /// NxK (default: 4096x4096 and 14336x4096).
         #[arg(long)]
         shape: Option<String>,
+        /// Activation columns J for matmul, comma-separated (default: 1).
+        #[arg(long, value_delimiter = ',')]
+        columns: Vec<usize>,
+        /// Ops to time, comma-separated: dequant, matmul, gather (default: all).
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -95,19 +106,41 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
-    /// Write y = W x as raw little-endian f32, for a rank-2 tensor and x of K raw f32 values.
+    /// Write Y = W X as raw little-endian f32 for a rank-2 tensor: X is J columns of K raw f32
+    /// values back to back, Y is J columns of N values back to back (J = 1: y = W x).
     Matvec {
         file: PathBuf,
         /// An object id or binding name (.ninfer), or a tensor name (.gguf).
         tensor: String,
         #[arg(long)]
         x: PathBuf,
+        /// Activation columns J in X (1..=8).
+        #[arg(long, default_value_t = 1)]
+        columns: usize,
         #[arg(long, value_enum, default_value = "cpu")]
         device: files::Device,
         #[arg(long)]
         adapter: Option<String>,
+        /// Output file (default: standard output).
         #[arg(short = 'o', long = "output")]
-        output: PathBuf,
+        output: Option<PathBuf>,
+    },
+    /// Write the values of chosen rows (embedding lookup) as raw little-endian f32 (int32
+    /// tensors: i32), in request order.
+    Gather {
+        file: PathBuf,
+        /// An object id or binding name (.ninfer), or a tensor name (.gguf).
+        tensor: String,
+        /// Row indices: `3,17,5`, or `@FILE` of little-endian u32 values.
+        #[arg(long)]
+        rows: String,
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: files::Device,
+        #[arg(long)]
+        adapter: Option<String>,
+        /// Output file (default: standard output).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
     /// Convert float tensors (.npy f32/f16, safetensors F32/F16/BF16) into a .ninfer artifact,
     /// recording each tensor's provenance.
@@ -127,8 +160,7 @@ enum Command {
 
 fn parse_formats(names: &[String]) -> Result<Vec<Format>, Error> {
     if names.is_empty() {
-        // Every format with a kernel; the others are listed as not run, with the table's reason.
-        return Ok(Format::ALL.into_iter().filter(|&f| capability::kernel_keys().iter().any(|k| k.format == f)).collect());
+        return Ok(Format::ALL.to_vec());
     }
     names.iter().map(|n| n.parse()).collect()
 }
@@ -144,7 +176,23 @@ fn parse_shape(s: &str) -> Result<(usize, usize), Error> {
 }
 
 fn open(adapter: Option<String>) -> Result<Gpu, Error> {
-    Gpu::open(&GpuOptions { adapter, ..Default::default() })
+    block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))
+}
+
+fn parse_ops(names: &[String]) -> Result<Vec<Op>, Error> {
+    if names.is_empty() {
+        return Ok(Op::ALL.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            Op::ALL.into_iter().find(|op| op.name() == n.as_str()).ok_or_else(|| Error::UnknownName {
+                kind: "op",
+                name: n.clone(),
+                valid: Op::ALL.map(|o| o.name()).join(", "),
+            })
+        })
+        .collect()
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<(), Error> {
@@ -153,7 +201,7 @@ fn json<T: serde::Serialize>(value: &T) -> Result<(), Error> {
 }
 
 fn devices(as_json: bool) -> Result<bool, Error> {
-    let list = gpu::adapters();
+    let list = block_on(gpu::adapters());
     if as_json {
         json(&list.iter().map(|a| &a.platform).collect::<Vec<_>>())?;
         return Ok(true);
@@ -164,7 +212,12 @@ fn devices(as_json: bool) -> Result<bool, Error> {
     for (i, a) in list.iter().enumerate() {
         let p = &a.platform;
         println!("[{i}] {}", p.summary());
-        println!("    vendor {:#06x} device {:#06x}; features: {}", p.vendor, p.device, if p.features.is_empty() { "none".to_string() } else { p.features.join(", ") });
+        println!(
+            "    vendor {:#06x} device {:#06x}; features: {}",
+            p.vendor,
+            p.device,
+            if p.features.is_empty() { "none".to_string() } else { p.features.join(", ") }
+        );
         println!(
             "    max buffer {} B, max storage binding {} B, storage offset alignment {}, workgroups/dim {}, subgroup size {}..{}",
             p.limits.max_buffer_size, p.limits.max_storage_buffer_binding_size, p.limits.min_storage_buffer_offset_alignment, p.limits.max_compute_workgroups_per_dimension, p.subgroup_min_size, p.subgroup_max_size
@@ -181,7 +234,11 @@ fn capabilities(adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
         return Ok(true);
     }
     println!("{}", gpu.platform().summary());
-    println!("probes: subnormal results flushed: {:?}; subgroups contiguous: {:?}", gpu.platform().probes.flushes_subnormal_results, gpu.platform().probes.subgroups_contiguous);
+    println!(
+        "probes: subnormal results flushed: {:?}; subgroups contiguous: {:?}",
+        gpu.platform().probes.flushes_subnormal_results,
+        gpu.platform().probes.subgroups_contiguous
+    );
     println!("{:<22} {:<26} {:<8} {:<10} status", "format", "layout", "op", "variant");
     for r in rows {
         let status = match r.status {
@@ -193,7 +250,13 @@ fn capabilities(adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
     Ok(true)
 }
 
-fn run_conformance(adapter: Option<String>, formats: &[String], seed: Option<u64>, slow: bool, as_json: bool) -> Result<bool, Error> {
+fn run_conformance(
+    adapter: Option<String>,
+    formats: &[String],
+    seed: Option<u64>,
+    slow: bool,
+    as_json: bool,
+) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
     let gpu = open(adapter)?;
     let seed = seed.unwrap_or_else(Rng::seed_from_time);
@@ -201,24 +264,45 @@ fn run_conformance(adapter: Option<String>, formats: &[String], seed: Option<u64
     if !as_json {
         println!("conformance on {}", gpu.platform().summary());
         println!("seed {seed} (replay with --seed {seed})");
-        println!("{:<22} {:<8} {:<10} {:<14} {:<16} {:<18} {:>10}  detail", "format", "op", "variant", "shape", "criterion", "verdict", "max error");
+        println!(
+            "{:<22} {:<10} {:<10} {:<14} {:<16} {:<18} {:>10}  detail",
+            "format", "op", "variant", "shape", "criterion", "verdict", "max error"
+        );
     }
-    let results = conformance::run(&gpu, &formats, seed, tier, |r| {
+    let results = block_on(conformance::run(&gpu, &formats, seed, tier, |r| {
         if !as_json {
-            println!("{:<22} {:<8} {:<10} {:<14} {:<16} {:<18} {:>10.3e}  {}", r.format, r.op, r.variant, format!("{:?}", r.shape), r.criterion, format!("{:?}", r.verdict), r.max_error, r.detail);
+            let op = match r.op {
+                "matmul" => format!("matmul×{}", r.columns),
+                op => op.to_string(),
+            };
+            println!(
+                "{:<22} {:<10} {:<10} {:<14} {:<16} {:<18} {:>10.3e}  {}",
+                r.format,
+                op,
+                r.variant,
+                format!("{:?}", r.shape),
+                r.criterion,
+                format!("{:?}", r.verdict),
+                r.max_error,
+                r.detail
+            );
         }
-    });
+    }));
     let failed = results.iter().filter(|r| r.verdict == Verdict::Fail).count();
     let deviations = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).count();
     let passed = results.len() - failed - deviations;
     if as_json {
-        json(&serde_json::json!({ "platform": gpu.platform(), "seed": seed, "results": results, "passed": passed, "failed": failed, "platform_deviations": deviations }))?;
+        json(
+            &serde_json::json!({ "platform": gpu.platform(), "seed": seed, "results": results, "passed": passed, "failed": failed, "platform_deviations": deviations }),
+        )?;
     } else {
         let skipped: Vec<String> = capability::table(Some(gpu.platform()))
             .into_iter()
             .filter(|r| formats.iter().any(|f| f.name() == r.format))
             .filter_map(|r| match r.status {
-                capability::Status::Unsupported(reason) => Some(format!("  {} {} {}: {reason}", r.format, r.op, r.variant)),
+                capability::Status::Unsupported(reason) => {
+                    Some(format!("  {} {} {}: {reason}", r.format, r.op, r.variant))
+                }
                 capability::Status::Supported => None,
             })
             .collect();
@@ -230,8 +314,20 @@ fn run_conformance(adapter: Option<String>, formats: &[String], seed: Option<u64
     Ok(failed == 0)
 }
 
-fn run_bench(adapter: Option<String>, formats: &[String], shape: Option<String>, as_json: bool) -> Result<bool, Error> {
+fn run_bench(
+    adapter: Option<String>,
+    formats: &[String],
+    shape: Option<String>,
+    columns: &[usize],
+    ops: &[String],
+    as_json: bool,
+) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
+    let ops = parse_ops(ops)?;
+    let columns = if columns.is_empty() { vec![1] } else { columns.to_vec() };
+    if let Some(&bad) = columns.iter().find(|&&j| j == 0 || j > MAX_COLUMNS) {
+        return Err(Error::Unsupported(format!("--columns takes 1..={MAX_COLUMNS}, got {bad}")));
+    }
     let shapes = match shape {
         Some(s) => vec![parse_shape(&s)?],
         None => vec![(4096, 4096), (14336, 4096)],
@@ -242,32 +338,51 @@ fn run_bench(adapter: Option<String>, formats: &[String], shape: Option<String>,
     let copy = bench::copy_bandwidth(&gpu, 256 << 20, timing)? / 1e9;
     eprintln!(" {copy:.2} GB/s");
     let mut rng = Rng::new(Rng::seed_from_time());
-    let mut cases: Vec<(Format, Op, (usize, usize))> = Vec::new();
+    let mut cases: Vec<(Format, Op, usize, (usize, usize))> = Vec::new();
     for &f in &formats {
-        for op in Op::ALL {
-            cases.extend(shapes.iter().map(|&s| (f, op, s)));
+        for &op in &ops {
+            let js: &[usize] = if op == Op::Matmul { &columns } else { &[1] };
+            for &j in js {
+                cases.extend(shapes.iter().map(|&s| (f, op, j, s)));
+            }
         }
     }
     let mut rows: Vec<BenchRow> = Vec::new();
     let mut skipped = Vec::new();
-    for (i, &(format, op, (n, k))) in cases.iter().enumerate() {
-        eprint!("\r\x1b[2K[{}/{}] {format} {} {n}x{k}", i + 1, cases.len(), op.name());
+    for (i, &(format, op, j, (n, k))) in cases.iter().enumerate() {
+        eprint!("\r\x1b[2K[{}/{}] {format} {}×{j} {n}x{k}", i + 1, cases.len(), op.name());
         let _ = std::io::stderr().flush();
-        match bench::bench_case(&gpu, format, op, n, k, copy, timing, &mut rng) {
+        match bench::bench_case(&gpu, format, op, j, (n, k), copy, timing, &mut rng) {
             Ok(r) => rows.push(r),
-            Err(e) => skipped.push(format!("{format} {} {n}x{k}: {e}", op.name())),
+            Err(e) => skipped.push(format!("{format} {}×{j} {n}x{k}: {e}", op.name())),
         }
     }
     eprintln!("\r\x1b[2Kdone");
     if as_json {
-        json(&serde_json::json!({ "platform": gpu.platform(), "copy_gb_per_s": copy, "rows": rows, "skipped": skipped }))?;
+        json(
+            &serde_json::json!({ "platform": gpu.platform(), "copy_gb_per_s": copy, "rows": rows, "skipped": skipped }),
+        )?;
         return Ok(true);
     }
     println!("bench on {}", gpu.platform().summary());
     println!("buffer-copy bandwidth: {copy:.2} GB/s (256 MiB copy, median)");
-    println!("{:<22} {:<8} {:<10} {:>12} {:>12} {:>10} {:>9} {:>8}", "format", "op", "variant", "NxK", "bytes", "median ms", "GB/s", "vs copy");
+    println!(
+        "{:<22} {:<8} {:>3} {:<10} {:>12} {:>12} {:>10} {:>9} {:>8}",
+        "format", "op", "J", "variant", "NxK", "bytes", "median ms", "GB/s", "vs copy"
+    );
     for r in &rows {
-        println!("{:<22} {:<8} {:<10} {:>12} {:>12} {:>10.3} {:>9.2} {:>7.1}%", r.format, r.op, r.variant, format!("{}x{}", r.n, r.k), r.encoded_bytes, r.median_ms, r.gb_per_s, 100.0 * r.copy_ratio);
+        println!(
+            "{:<22} {:<8} {:>3} {:<10} {:>12} {:>12} {:>10.3} {:>9.2} {:>7.1}%",
+            r.format,
+            r.op,
+            r.columns,
+            r.variant,
+            format!("{}x{}", r.n, r.k),
+            r.encoded_bytes,
+            r.median_ms,
+            r.gb_per_s,
+            100.0 * r.copy_ratio
+        );
     }
     for s in skipped {
         println!("skipped: {s}");
@@ -290,7 +405,15 @@ fn formats(as_json: bool) -> Result<bool, Error> {
     println!("{:<22} {:<18} {:>8} {:>6}  {:<26} geometry", "format", "category", "bits/w", "ggml", "layout");
     for f in Format::ALL {
         let s = f.spec();
-        println!("{:<22} {:<18} {:>8.4} {:>6}  {:<26} {:?}", s.name, format!("{:?}", s.category), f.bits_per_weight(), s.ggml_type.map(|t| t.to_string()).unwrap_or_default(), s.layouts[0].name(), s.geometry);
+        println!(
+            "{:<22} {:<18} {:>8.4} {:>6}  {:<26} {:?}",
+            s.name,
+            format!("{:?}", s.category),
+            f.bits_per_weight(),
+            s.ggml_type.map(|t| t.to_string()).unwrap_or_default(),
+            s.layouts[0].name(),
+            s.geometry
+        );
     }
     Ok(true)
 }
@@ -300,12 +423,23 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Devices { json } => devices(json),
         Command::Capabilities { adapter, json } => capabilities(adapter, json),
-        Command::Conformance { adapter, formats, seed, slow, json } => run_conformance(adapter, &formats, seed, slow, json),
-        Command::Bench { adapter, formats, shape, json } => run_bench(adapter, &formats, shape, json),
+        Command::Conformance { adapter, formats, seed, slow, json } => {
+            run_conformance(adapter, &formats, seed, slow, json)
+        }
+        Command::Bench { adapter, formats, shape, columns, ops, json } => {
+            run_bench(adapter, &formats, shape, &columns, &ops, json)
+        }
         Command::Formats { json } => formats(json),
         Command::Inspect { file, json, adapter } => files::inspect(&file, adapter, json),
-        Command::Dequant { file, tensor, device, adapter, output } => files::dequant(&file, &tensor, device, adapter, &output),
-        Command::Matvec { file, tensor, x, device, adapter, output } => files::matvec(&file, &tensor, &x, device, adapter, &output),
+        Command::Dequant { file, tensor, device, adapter, output } => {
+            files::dequant(&file, &tensor, device, adapter, &output)
+        }
+        Command::Matvec { file, tensor, x, columns, device, adapter, output } => {
+            files::matvec(&file, &tensor, &x, columns, device, adapter, output.as_deref())
+        }
+        Command::Gather { file, tensor, rows, device, adapter, output } => {
+            files::gather(&file, &tensor, &rows, device, adapter, output.as_deref())
+        }
         Command::Quantize { input, output, format, method } => files::quantize(&input, &output, &format, method),
     };
     match outcome {

@@ -18,7 +18,8 @@ use std::fmt;
 
 /// Parses `bytes` as one JSON value, refusing duplicate keys and non-finite numbers.
 pub fn parse_strict(bytes: &[u8]) -> Result<Value> {
-    let text = std::str::from_utf8(bytes).map_err(|e| violation(rule::JSON_UTF8, format!("invalid UTF-8 at JSON byte {}", e.valid_up_to())))?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| violation(rule::JSON_UTF8, format!("invalid UTF-8 at JSON byte {}", e.valid_up_to())))?;
     // The visitor records which of our rules it broke; serde_json's error then only carries the
     // position.
     let broken: Cell<Option<&'static str>> = Cell::new(None);

@@ -21,8 +21,10 @@ mod uses;
 mod writer;
 
 pub use reader::Artifact;
+pub use root::{
+    ActivationPolicy, AuxRole, Binding, BindingPart, Component, FileEntry, ObjectEntry, ObjectKind, Root, Use,
+};
 pub use uses::ResolvedUse;
-pub use root::{ActivationPolicy, AuxRole, Binding, BindingPart, Component, FileEntry, ObjectEntry, ObjectKind, Root, Use};
 pub use writer::{ArtifactWriter, Written};
 
 use crate::error::Error;
@@ -73,7 +75,8 @@ pub mod rule {
     // Objects.
     pub const OBJECT_KIND: &str = "an object is a JSON object whose kind is tensor or resource";
     pub const TENSOR_MEMBERS: &str = "a tensor object has exactly id, kind, shape, format, layout, offset, bytes and optional divisors, of the right types";
-    pub const RESOURCE_MEMBERS: &str = "a resource object has exactly id, kind, encoding, offset and bytes, of the right types";
+    pub const RESOURCE_MEMBERS: &str =
+        "a resource object has exactly id, kind, encoding, offset and bytes, of the right types";
     pub const OBJECT_ID: &str = "an id is a non-empty string without NUL";
     pub const OBJECT_ID_UNIQUE: &str = "ids are unique over both kinds";
     pub const TENSOR_SHAPE: &str = "shape has rank 0..16 of positive integers";
@@ -87,7 +90,8 @@ pub mod rule {
     pub const COMPONENT: &str = "a component is {\"config\": {...}, \"target\"?: id, \"resources\"?: {role: resource id}, \"proposal\"?: {...}}";
     pub const COMPONENT_TARGET: &str = "a component's target names a component or an object";
     pub const COMPONENT_RESOURCE: &str = "a component's resources name resource objects";
-    pub const BINDING: &str = "a binding is {\"object\": id} or {\"parts\": [{\"object\": id, \"range\": [begin, end]}, ...]}";
+    pub const BINDING: &str =
+        "a binding is {\"object\": id} or {\"parts\": [{\"object\": id, \"range\": [begin, end]}, ...]}";
     pub const BINDING_OBJECT: &str = "a binding names tensor objects";
     pub const BINDING_RANGE: &str = "a binding range has 0 <= begin < end <= the object's elements";
     pub const USE: &str = "a use is {\"parameter\", \"input\", \"activation_policy\"?, \"auxiliaries\"?}";
@@ -97,12 +101,14 @@ pub mod rule {
     pub const AUX_ROLE: &str = "auxiliary roles are activation_input_divisor, hadamard_signs and input_columns";
     // Checked when an object is first used.
     pub const TENSOR_NAMES: &str = "format and layout are canonical names from the closed registries";
-    pub const TENSOR_GEOMETRY: &str = "the shape, format, layout and divisors are legal together (divisors > 1 only for nvfp4)";
+    pub const TENSOR_GEOMETRY: &str =
+        "the shape, format, layout and divisors are legal together (divisors > 1 only for nvfp4)";
     pub const TENSOR_BYTES: &str = "bytes is exactly the layout's encoded size for the shape";
     pub const BINDING_ROWS: &str = "a binding range resolves to a tensor only when it covers whole rows";
     pub const AUX_DIVISOR: &str = "activation_input_divisor is an fp32 scalar";
     pub const AUX_HADAMARD: &str = "hadamard_signs is bf16 [K]";
-    pub const AUX_COLUMNS: &str = "input_columns is an int32 [K] permutation of the activation columns, for gguf parameters only";
+    pub const AUX_COLUMNS: &str =
+        "input_columns is an int32 [K] permutation of the activation columns, for gguf parameters only";
 }
 
 /// The error for a broken rule.

@@ -48,7 +48,12 @@ pub struct Artifact {
 
 impl std::fmt::Debug for Artifact {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Artifact").field("path", &self.path).field("artifact_id", &hex(&self.artifact_id)).field("files", &self.files.len()).field("objects", &self.root.objects.len()).finish()
+        f.debug_struct("Artifact")
+            .field("path", &self.path)
+            .field("artifact_id", &hex(&self.artifact_id))
+            .field("files", &self.files.len())
+            .field("objects", &self.root.objects.len())
+            .finish()
     }
 }
 
@@ -101,11 +106,15 @@ impl Artifact {
         let json_bytes = u64_at(&entry, 8);
         let mut artifact_id = [0u8; 16];
         artifact_id.copy_from_slice(&entry[16..32]);
-        let json_end = (HEADER_BYTES as u64).checked_add(json_bytes).filter(|&e| json_bytes > 0 && e <= len).ok_or_else(|| violation(rule::ENTRY_JSON_BYTES, format!("json_bytes = {json_bytes} in a {len}-byte file")))?;
+        let json_end =
+            (HEADER_BYTES as u64).checked_add(json_bytes).filter(|&e| json_bytes > 0 && e <= len).ok_or_else(|| {
+                violation(rule::ENTRY_JSON_BYTES, format!("json_bytes = {json_bytes} in a {len}-byte file"))
+            })?;
         // json_end <= len, and the whole file is mapped, so these conversions cannot fail.
         let json_end = to_usize(json_end, rule::ENTRY_JSON_BYTES, "the JSON end")?;
         let value = parse_strict(&entry[HEADER_BYTES..json_end])?;
-        let payload_start = align_up(json_end as u64, PAYLOAD_ALIGN as u64).ok_or_else(|| violation(rule::ENTRY_JSON_BYTES, "payload start overflows"))?;
+        let payload_start = align_up(json_end as u64, PAYLOAD_ALIGN as u64)
+            .ok_or_else(|| violation(rule::ENTRY_JSON_BYTES, "payload start overflows"))?;
         let gap_end = payload_start.min(len) as usize;
         if let Some(at) = first_nonzero(&entry[json_end..gap_end]) {
             return Err(violation(rule::ENTRY_GAP, format!("byte {} is {:#04x}", json_end + at, entry[json_end + at])));
@@ -114,15 +123,35 @@ impl Artifact {
         let root = Root::parse(&value, &entry_name)?;
         let expected = payload_start.checked_add(root.files[0].payload_bytes);
         if expected != Some(len) {
-            return Err(violation(rule::ENTRY_SIZE, format!("{} is {len} bytes; payload_start {payload_start} + payload_bytes {} = {}", path.display(), root.files[0].payload_bytes, expected.map(|e| e.to_string()).unwrap_or("overflow".into()))));
+            return Err(violation(
+                rule::ENTRY_SIZE,
+                format!(
+                    "{} is {len} bytes; payload_start {payload_start} + payload_bytes {} = {}",
+                    path.display(),
+                    root.files[0].payload_bytes,
+                    expected.map(|e| e.to_string()).unwrap_or("overflow".into())
+                ),
+            ));
         }
         let starts = root.file_starts();
-        let mut files = vec![Mapped { path: path.to_path_buf(), map: entry, payload_start: payload_start as usize, logical_start: 0, payload_bytes: root.files[0].payload_bytes }];
+        let mut files = vec![Mapped {
+            path: path.to_path_buf(),
+            map: entry,
+            payload_start: payload_start as usize,
+            logical_start: 0,
+            payload_bytes: root.files[0].payload_bytes,
+        }];
         let dir = path.parent().unwrap_or(Path::new("."));
         for (i, f) in root.files.iter().enumerate().skip(1) {
             let name = f.path.as_deref().unwrap_or_default();
             let part = open_part(&dir.join(name), i, &artifact_id, f.payload_bytes)?;
-            files.push(Mapped { path: dir.join(name), map: part, payload_start: PAYLOAD_ALIGN, logical_start: starts[i], payload_bytes: f.payload_bytes });
+            files.push(Mapped {
+                path: dir.join(name),
+                map: part,
+                payload_start: PAYLOAD_ALIGN,
+                logical_start: starts[i],
+                payload_bytes: f.payload_bytes,
+            });
         }
         Ok(Artifact { path: path.to_path_buf(), artifact_id, root, files })
     }
@@ -174,14 +203,23 @@ impl Artifact {
         // container.md: "encoded sizes, alignment and format/layout names are checked when an
         // object is first used" — so a misaligned tensor does not stop the artifact opening.
         if o.offset % TENSOR_ALIGN != 0 {
-            return Err(violation(rule::TENSOR_OFFSET, format!("{at}: offset {} is not a multiple of {TENSOR_ALIGN}", o.offset)));
+            return Err(violation(
+                rule::TENSOR_OFFSET,
+                format!("{at}: offset {} is not a multiple of {TENSOR_ALIGN}", o.offset),
+            ));
         }
         let format: Format = format.parse().map_err(|e| violation(rule::TENSOR_NAMES, format!("{at}: {e}")))?;
         let layout: Layout = layout.parse().map_err(|e| violation(rule::TENSOR_NAMES, format!("{at}: {e}")))?;
         let desc = TensorDesc::new(format, layout, shape).with_divisors(*divisors);
         let bytes = desc.encoded_bytes().map_err(|e| violation(rule::TENSOR_GEOMETRY, format!("{at}: {e}")))?;
         if bytes as u64 != o.bytes {
-            return Err(violation(rule::TENSOR_BYTES, format!("{at}: {format} in {layout} with shape {shape:?} is {bytes} bytes, the object says {}", o.bytes)));
+            return Err(violation(
+                rule::TENSOR_BYTES,
+                format!(
+                    "{at}: {format} in {layout} with shape {shape:?} is {bytes} bytes, the object says {}",
+                    o.bytes
+                ),
+            ));
         }
         Ok(desc)
     }
@@ -205,7 +243,8 @@ impl Artifact {
     /// Logical payload bytes `[offset, offset + len)`: a borrow of one file's map, or a copy
     /// assembled from consecutive files when the range straddles them.
     fn logical(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
-        let out_of_bounds = || violation(rule::OBJECT_BOUNDS, format!("[{offset}, {offset} + {len}) outside the logical payload"));
+        let out_of_bounds =
+            || violation(rule::OBJECT_BOUNDS, format!("[{offset}, {offset} + {len}) outside the logical payload"));
         let end = offset.checked_add(len).filter(|&e| e <= self.root.payload_bytes()).ok_or_else(out_of_bounds)?;
         let first = self.files.partition_point(|f| f.logical_end() <= offset);
         let f = self.files.get(first).ok_or_else(out_of_bounds)?;
@@ -218,7 +257,9 @@ impl Artifact {
             if f.logical_start >= end {
                 break;
             }
-            out.extend_from_slice(f.slice(offset.max(f.logical_start), end.min(f.logical_end())).ok_or_else(out_of_bounds)?);
+            out.extend_from_slice(
+                f.slice(offset.max(f.logical_start), end.min(f.logical_end())).ok_or_else(out_of_bounds)?,
+            );
         }
         Ok(Cow::Owned(out))
     }
@@ -226,7 +267,11 @@ impl Artifact {
     /// The binding's pieces, in order: the whole tensor, or one tensor per part (rows of an
     /// object). The parameter's logical tensor is their concatenation along the first axis.
     pub fn binding(&self, name: &str) -> Result<Vec<EncodedTensor<'_>>> {
-        let b = self.root.bindings.get(name).ok_or_else(|| Error::UnknownName { kind: "binding", name: name.to_owned(), valid: self.root.bindings.keys().take(12).cloned().collect::<Vec<_>>().join(", ") })?;
+        let b = self.root.bindings.get(name).ok_or_else(|| Error::UnknownName {
+            kind: "binding",
+            name: name.to_owned(),
+            valid: self.root.bindings.keys().take(12).cloned().collect::<Vec<_>>().join(", "),
+        })?;
         self.resolve_binding(b)
     }
 
@@ -249,9 +294,19 @@ impl Artifact {
                         [first, ..] => elements / (*first as u64).max(1),
                     };
                     if p.range.start % row != 0 || p.range.end % row != 0 {
-                        return Err(violation(rule::BINDING_ROWS, format!("range [{}, {}) of {:?} with shape {:?} (rows of {row} elements)", p.range.start, p.range.end, p.object, t.shape())));
+                        return Err(violation(
+                            rule::BINDING_ROWS,
+                            format!(
+                                "range [{}, {}) of {:?} with shape {:?} (rows of {row} elements)",
+                                p.range.start,
+                                p.range.end,
+                                p.object,
+                                t.shape()
+                            ),
+                        ));
                     }
-                    let rows = to_usize(p.range.start / row, rule::BINDING_ROWS, "row")?..to_usize(p.range.end / row, rule::BINDING_ROWS, "row")?;
+                    let rows = to_usize(p.range.start / row, rule::BINDING_ROWS, "row")?
+                        ..to_usize(p.range.end / row, rule::BINDING_ROWS, "row")?;
                     rows_of(t, rows)
                 })
                 .collect(),
@@ -306,17 +361,29 @@ fn open_part(path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u
     }
     let found = u64_at(&part, 8);
     if found != index as u64 {
-        return Err(violation(rule::PART_INDEX, format!("{} says part_index {found}, listed as files[{index}]", path.display())));
+        return Err(violation(
+            rule::PART_INDEX,
+            format!("{} says part_index {found}, listed as files[{index}]", path.display()),
+        ));
     }
     if part[16..32] != artifact_id[..] {
-        return Err(violation(rule::ARTIFACT_ID, format!("{} carries {}, the entry {}", path.display(), hex(&part[16..32]), hex(artifact_id))));
+        return Err(violation(
+            rule::ARTIFACT_ID,
+            format!("{} carries {}, the entry {}", path.display(), hex(&part[16..32]), hex(artifact_id)),
+        ));
     }
     let expected = (PAYLOAD_ALIGN as u64).checked_add(payload_bytes);
     if expected != Some(len) {
-        return Err(violation(rule::PART_SIZE, format!("{} is {len} bytes, files[{index}].payload_bytes is {payload_bytes}", path.display())));
+        return Err(violation(
+            rule::PART_SIZE,
+            format!("{} is {len} bytes, files[{index}].payload_bytes is {payload_bytes}", path.display()),
+        ));
     }
     if let Some(at) = first_nonzero(&part[HEADER_BYTES..PAYLOAD_ALIGN]) {
-        return Err(violation(rule::PART_GAP, format!("{} byte {} is {:#04x}", path.display(), HEADER_BYTES + at, part[HEADER_BYTES + at])));
+        return Err(violation(
+            rule::PART_GAP,
+            format!("{} byte {} is {:#04x}", path.display(), HEADER_BYTES + at, part[HEADER_BYTES + at]),
+        ));
     }
     Ok(part)
 }

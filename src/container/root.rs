@@ -73,7 +73,8 @@ pub enum ActivationPolicy {
 }
 
 impl ActivationPolicy {
-    pub const ALL: [ActivationPolicy; 3] = [ActivationPolicy::A16Only, ActivationPolicy::AllowA8, ActivationPolicy::AllowA4];
+    pub const ALL: [ActivationPolicy; 3] =
+        [ActivationPolicy::A16Only, ActivationPolicy::AllowA8, ActivationPolicy::AllowA4];
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -141,7 +142,14 @@ const ROOT_REQUIRED: [&str; 5] = ["components", "objects", "bindings", "uses", "
 const ROOT_OPTIONAL: [&str; 2] = ["metadata", "provenance"];
 
 /// Refuses members outside `required ∪ optional` and missing required ones.
-fn members(map: &Map<String, Value>, at: &str, required: &[&str], optional: &[&str], unknown_rule: &'static str, missing_rule: &'static str) -> Result<()> {
+fn members(
+    map: &Map<String, Value>,
+    at: &str,
+    required: &[&str],
+    optional: &[&str],
+    unknown_rule: &'static str,
+    missing_rule: &'static str,
+) -> Result<()> {
     if let Some(k) = map.keys().find(|k| !required.contains(&k.as_str()) && !optional.contains(&k.as_str())) {
         return Err(violation(unknown_rule, format!("{at} has unknown member `{k}`")));
     }
@@ -161,7 +169,12 @@ fn string<'v>(v: Option<&'v Value>, rule: &'static str, at: &str) -> Result<&'v 
 
 /// A non-negative JSON integer (`1.0` is not one).
 fn uint(v: Option<&Value>, rule: &'static str, at: &str) -> Result<u64> {
-    v.and_then(Value::as_u64).ok_or_else(|| violation(rule, format!("{at} is not a non-negative integer (found {})", v.map(|v| v.to_string()).unwrap_or_default())))
+    v.and_then(Value::as_u64).ok_or_else(|| {
+        violation(
+            rule,
+            format!("{at} is not a non-negative integer (found {})", v.map(|v| v.to_string()).unwrap_or_default()),
+        )
+    })
 }
 
 fn check_id(id: &str, at: &str) -> Result<()> {
@@ -181,12 +194,18 @@ impl Root {
             let v = &map[name];
             let ok = if want_object { v.is_object() } else { v.is_array() };
             if !ok {
-                return Err(violation(rule::MEMBER_TYPE, format!("`{name}` is {}, not an {}", kind_name(v), if want_object { "object" } else { "array" })));
+                return Err(violation(
+                    rule::MEMBER_TYPE,
+                    format!("`{name}` is {}, not an {}", kind_name(v), if want_object { "object" } else { "array" }),
+                ));
             }
             Ok(v)
         };
         let files = parse_files(typed("files", false)?, entry_name)?;
-        let total = files.iter().try_fold(0u64, |a, f| a.checked_add(f.payload_bytes)).ok_or_else(|| violation(rule::FILE_ENTRY, "the payload sizes overflow u64"))?;
+        let total = files
+            .iter()
+            .try_fold(0u64, |a, f| a.checked_add(f.payload_bytes))
+            .ok_or_else(|| violation(rule::FILE_ENTRY, "the payload sizes overflow u64"))?;
         let objects = parse_objects(typed("objects", false)?, total)?;
         let by_id: HashMap<&str, &ObjectEntry> = objects.iter().map(|o| (o.id.as_str(), o)).collect();
         let components = parse_components(typed("components", true)?, &by_id)?;
@@ -236,11 +255,22 @@ impl Root {
     /// The root as JSON, members in the spec's order of mention.
     pub fn to_json(&self) -> Value {
         let mut root = Map::new();
-        root.insert("components".into(), Value::Object(self.components.iter().map(|(id, c)| (id.clone(), component_json(c))).collect()));
+        root.insert(
+            "components".into(),
+            Value::Object(self.components.iter().map(|(id, c)| (id.clone(), component_json(c))).collect()),
+        );
         root.insert("objects".into(), Value::Array(self.objects.iter().map(object_json).collect()));
-        root.insert("bindings".into(), Value::Object(self.bindings.iter().map(|(n, b)| (n.clone(), binding_json(b))).collect()));
+        root.insert(
+            "bindings".into(),
+            Value::Object(self.bindings.iter().map(|(n, b)| (n.clone(), binding_json(b))).collect()),
+        );
         root.insert("uses".into(), Value::Array(self.uses.iter().map(use_json).collect()));
-        root.insert("files".into(), Value::Array(self.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect()));
+        root.insert(
+            "files".into(),
+            Value::Array(
+                self.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect(),
+            ),
+        );
         if let Some(m) = &self.metadata {
             root.insert("metadata".into(), Value::Object(m.clone()));
         }
@@ -290,7 +320,10 @@ fn parse_files(v: &Value, entry_name: &str) -> Result<Vec<FileEntry>> {
             (Value::String(p), i) if i > 0 => {
                 check_part_path(p, &at)?;
                 if p == entry_name || !seen.insert(p.as_str()) {
-                    return Err(violation(rule::PART_PATH_UNIQUE, format!("{at}.path {p:?} is used twice or names the entry")));
+                    return Err(violation(
+                        rule::PART_PATH_UNIQUE,
+                        format!("{at}.path {p:?} is used twice or names the entry"),
+                    ));
                 }
                 Some(p.clone())
             }
@@ -309,7 +342,9 @@ fn parse_shape(v: Option<&Value>, at: &str) -> Result<Vec<usize>> {
     }
     let shape = dims
         .iter()
-        .map(|d| d.as_u64().filter(|&d| d > 0).and_then(|d| usize::try_from(d).ok()).ok_or_else(|| bad(format!("holds {d}"))))
+        .map(|d| {
+            d.as_u64().filter(|&d| d > 0).and_then(|d| usize::try_from(d).ok()).ok_or_else(|| bad(format!("holds {d}")))
+        })
         .collect::<Result<Vec<usize>>>()?;
     if shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).is_none() {
         return Err(bad(format!("{shape:?} has more elements than the address space")));
@@ -324,7 +359,12 @@ fn parse_object(v: &Value, i: usize) -> Result<ObjectEntry> {
     let members_rule = match kind {
         Some("tensor") => rule::TENSOR_MEMBERS,
         Some("resource") => rule::RESOURCE_MEMBERS,
-        _ => return Err(violation(rule::OBJECT_KIND, format!("{at}.kind is {}", m.get("kind").map(|k| k.to_string()).unwrap_or_else(|| "missing".into())))),
+        _ => {
+            return Err(violation(
+                rule::OBJECT_KIND,
+                format!("{at}.kind is {}", m.get("kind").map(|k| k.to_string()).unwrap_or_else(|| "missing".into())),
+            ))
+        }
     };
     let id = string(m.get("id"), rule::OBJECT_ID, &format!("{at}.id"))?;
     let at = format!("{at} ({id:?})");
@@ -332,13 +372,24 @@ fn parse_object(v: &Value, i: usize) -> Result<ObjectEntry> {
     let offset = uint(m.get("offset"), members_rule, &format!("{at}.offset"))?;
     let bytes = uint(m.get("bytes"), members_rule, &format!("{at}.bytes"))?;
     let kind = if kind == Some("tensor") {
-        members(m, &at, &["id", "kind", "shape", "format", "layout", "offset", "bytes"], &["divisors"], members_rule, members_rule)?;
+        members(
+            m,
+            &at,
+            &["id", "kind", "shape", "format", "layout", "offset", "bytes"],
+            &["divisors"],
+            members_rule,
+            members_rule,
+        )?;
         let format = string(m.get("format"), members_rule, &format!("{at}.format"))?.to_owned();
         let layout = string(m.get("layout"), members_rule, &format!("{at}.layout"))?.to_owned();
         let shape = parse_shape(m.get("shape"), &at)?;
         let divisors = match m.get("divisors") {
             None => 1,
-            Some(d) => d.as_u64().filter(|&d| d > 0).and_then(|d| usize::try_from(d).ok()).ok_or_else(|| violation(rule::TENSOR_DIVISORS, format!("{at}.divisors is {d}")))?,
+            Some(d) => d
+                .as_u64()
+                .filter(|&d| d > 0)
+                .and_then(|d| usize::try_from(d).ok())
+                .ok_or_else(|| violation(rule::TENSOR_DIVISORS, format!("{at}.divisors is {d}")))?,
         };
         ObjectKind::Tensor { format, layout, shape, divisors }
     } else {
@@ -368,11 +419,27 @@ fn parse_objects(v: &Value, total: u64) -> Result<Vec<ObjectEntry>> {
             return Err(violation(rule::OBJECT_ID_UNIQUE, format!("objects[{i}] reuses id {:?}", o.id)));
         }
         let end = o.offset.checked_add(o.bytes).filter(|&e| e <= total).ok_or_else(|| {
-            violation(rule::OBJECT_BOUNDS, format!("objects[{i}] ({:?}) spans [{}, {} + {}) but the logical payload is {total} bytes", o.id, o.offset, o.offset, o.bytes))
+            violation(
+                rule::OBJECT_BOUNDS,
+                format!(
+                    "objects[{i}] ({:?}) spans [{}, {} + {}) but the logical payload is {total} bytes",
+                    o.id, o.offset, o.offset, o.bytes
+                ),
+            )
         })?;
         if let Some(prev) = objects.last() {
             if o.offset < prev.end() {
-                return Err(violation(rule::OBJECTS_SORTED, format!("objects[{i}] ({:?}) at [{}, {end}) starts before the end of {:?} at [{}, {})", o.id, o.offset, prev.id, prev.offset, prev.end())));
+                return Err(violation(
+                    rule::OBJECTS_SORTED,
+                    format!(
+                        "objects[{i}] ({:?}) at [{}, {end}) starts before the end of {:?} at [{}, {})",
+                        o.id,
+                        o.offset,
+                        prev.id,
+                        prev.offset,
+                        prev.end()
+                    ),
+                ));
             }
         }
         objects.push(o);
@@ -393,7 +460,10 @@ fn parse_components(v: &Value, by_id: &HashMap<&str, &ObjectEntry>) -> Result<BT
             Some(t) => {
                 let t = string(Some(t), rule::COMPONENT, &format!("{at}.target"))?;
                 if !map.contains_key(t) && !by_id.contains_key(t) {
-                    return Err(violation(rule::COMPONENT_TARGET, format!("{at}.target {t:?} is neither a component nor an object")));
+                    return Err(violation(
+                        rule::COMPONENT_TARGET,
+                        format!("{at}.target {t:?} is neither a component nor an object"),
+                    ));
                 }
                 Some(t.to_owned())
             }
@@ -403,7 +473,10 @@ fn parse_components(v: &Value, by_id: &HashMap<&str, &ObjectEntry>) -> Result<BT
             for (role, rid) in object(r, rule::COMPONENT, &format!("{at}.resources"))? {
                 let rid = string(Some(rid), rule::COMPONENT, &format!("{at}.resources[{role:?}]"))?;
                 if !matches!(by_id.get(rid).map(|o| &o.kind), Some(ObjectKind::Resource { .. })) {
-                    return Err(violation(rule::COMPONENT_RESOURCE, format!("{at}.resources[{role:?}] names {rid:?}, which is not a resource object")));
+                    return Err(violation(
+                        rule::COMPONENT_RESOURCE,
+                        format!("{at}.resources[{role:?}] names {rid:?}, which is not a resource object"),
+                    ));
                 }
                 resources.insert(role.clone(), rid.to_owned());
             }
@@ -436,7 +509,11 @@ fn parse_binding(v: &Value, at: &str, by_id: &HashMap<&str, &ObjectEntry>) -> Re
         bound_tensor(id, at, by_id)?;
         return Ok(Binding::Object(id.to_owned()));
     }
-    let parts = m.get("parts").and_then(Value::as_array).filter(|p| !p.is_empty()).ok_or_else(|| violation(rule::BINDING, format!("{at} is neither {{object}} nor a non-empty {{parts}}")))?;
+    let parts = m
+        .get("parts")
+        .and_then(Value::as_array)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| violation(rule::BINDING, format!("{at} is neither {{object}} nor a non-empty {{parts}}")))?;
     let mut out = Vec::with_capacity(parts.len());
     for (j, p) in parts.iter().enumerate() {
         let pat = format!("{at}.parts[{j}]");
@@ -445,19 +522,29 @@ fn parse_binding(v: &Value, at: &str, by_id: &HashMap<&str, &ObjectEntry>) -> Re
         let id = string(pm.get("object"), rule::BINDING, &format!("{pat}.object"))?;
         let o = bound_tensor(id, &pat, by_id)?;
         let range = match pm["range"].as_array().map(Vec::as_slice) {
-            Some([b, e]) => uint(Some(b), rule::BINDING, &format!("{pat}.range[0]"))?..uint(Some(e), rule::BINDING, &format!("{pat}.range[1]"))?,
+            Some([b, e]) => {
+                uint(Some(b), rule::BINDING, &format!("{pat}.range[0]"))?
+                    ..uint(Some(e), rule::BINDING, &format!("{pat}.range[1]"))?
+            }
             _ => return Err(violation(rule::BINDING, format!("{pat}.range is not [begin, end]"))),
         };
         let elements = o.elements().unwrap_or(0) as u64;
         if range.start >= range.end || range.end > elements {
-            return Err(violation(rule::BINDING_RANGE, format!("{pat}.range is [{}, {}) of {id:?} with {elements} elements", range.start, range.end)));
+            return Err(violation(
+                rule::BINDING_RANGE,
+                format!("{pat}.range is [{}, {}) of {id:?} with {elements} elements", range.start, range.end),
+            ));
         }
         out.push(BindingPart { object: id.to_owned(), range });
     }
     Ok(Binding::Parts(out))
 }
 
-fn parse_uses(v: &Value, bindings: &BTreeMap<String, Binding>, by_id: &HashMap<&str, &ObjectEntry>) -> Result<Vec<Use>> {
+fn parse_uses(
+    v: &Value,
+    bindings: &BTreeMap<String, Binding>,
+    by_id: &HashMap<&str, &ObjectEntry>,
+) -> Result<Vec<Use>> {
     let mut out: Vec<Use> = Vec::new();
     let mut pairs = BTreeSet::new();
     for (i, u) in v.as_array().map(Vec::as_slice).unwrap_or_default().iter().enumerate() {
@@ -474,12 +561,20 @@ fn parse_uses(v: &Value, bindings: &BTreeMap<String, Binding>, by_id: &HashMap<&
         }
         let activation_policy = match m.get("activation_policy") {
             None => None,
-            Some(p) => Some(ActivationPolicy::ALL.into_iter().find(|a| p.as_str() == Some(a.name())).ok_or_else(|| violation(rule::USE_POLICY, format!("{at}.activation_policy is {p}")))?),
+            Some(p) => Some(
+                ActivationPolicy::ALL
+                    .into_iter()
+                    .find(|a| p.as_str() == Some(a.name()))
+                    .ok_or_else(|| violation(rule::USE_POLICY, format!("{at}.activation_policy is {p}")))?,
+            ),
         };
         let mut auxiliaries = BTreeMap::new();
         if let Some(a) = m.get("auxiliaries") {
             for (role, b) in object(a, rule::USE, &format!("{at}.auxiliaries"))? {
-                let r = AuxRole::ALL.into_iter().find(|r| r.name() == role).ok_or_else(|| violation(rule::AUX_ROLE, format!("{at}.auxiliaries has role {role:?}")))?;
+                let r = AuxRole::ALL
+                    .into_iter()
+                    .find(|r| r.name() == role)
+                    .ok_or_else(|| violation(rule::AUX_ROLE, format!("{at}.auxiliaries has role {role:?}")))?;
                 auxiliaries.insert(r, parse_binding(b, &format!("{at}.auxiliaries[{role:?}]"), by_id)?);
             }
         }
@@ -498,14 +593,18 @@ fn object_json(o: &ObjectEntry) -> Value {
             }
             v
         }
-        ObjectKind::Resource { encoding } => json!({ "id": o.id, "kind": "resource", "encoding": encoding, "offset": o.offset, "bytes": o.bytes }),
+        ObjectKind::Resource { encoding } => {
+            json!({ "id": o.id, "kind": "resource", "encoding": encoding, "offset": o.offset, "bytes": o.bytes })
+        }
     }
 }
 
 pub(crate) fn binding_json(b: &Binding) -> Value {
     match b {
         Binding::Object(id) => json!({ "object": id }),
-        Binding::Parts(parts) => json!({ "parts": parts.iter().map(|p| json!({ "object": p.object, "range": [p.range.start, p.range.end] })).collect::<Vec<_>>() }),
+        Binding::Parts(parts) => {
+            json!({ "parts": parts.iter().map(|p| json!({ "object": p.object, "range": [p.range.start, p.range.end] })).collect::<Vec<_>>() })
+        }
     }
 }
 
@@ -515,7 +614,8 @@ fn use_json(u: &Use) -> Value {
         v["activation_policy"] = json!(p.name());
     }
     if !u.auxiliaries.is_empty() {
-        v["auxiliaries"] = Value::Object(u.auxiliaries.iter().map(|(r, b)| (r.name().to_owned(), binding_json(b))).collect());
+        v["auxiliaries"] =
+            Value::Object(u.auxiliaries.iter().map(|(r, b)| (r.name().to_owned(), binding_json(b))).collect());
     }
     v
 }

@@ -75,13 +75,19 @@ pub fn read(path: &Path) -> Result<Vec<FloatTensor>> {
 }
 
 fn elements(kind: &str, shape: &[usize]) -> Result<usize> {
-    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad(kind, format!("shape {shape:?} overflows")))
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad(kind, format!("shape {shape:?} overflows")))
 }
 
 /// Splits `data` into little-endian words of `W` bytes, after checking the exact length.
 fn words<const W: usize>(kind: &str, data: &[u8], count: usize) -> Result<Vec<[u8; W]>> {
     if Some(data.len()) != count.checked_mul(W) {
-        return Err(bad(kind, format!("{count} elements of {W} bytes need {} data bytes, found {}", count.saturating_mul(W), data.len())));
+        return Err(bad(
+            kind,
+            format!("{count} elements of {W} bytes need {} data bytes, found {}", count.saturating_mul(W), data.len()),
+        ));
     }
     Ok(data.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect())
 }
@@ -109,7 +115,10 @@ pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
     let header_start = len_at + len_bytes;
     let len_field = bytes.get(len_at..header_start).ok_or_else(|| bad(KIND, "truncated preamble"))?;
     let header_len = len_field.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize);
-    let header_end = header_start.checked_add(header_len).filter(|&e| e <= bytes.len()).ok_or_else(|| bad(KIND, "header runs past the end of the file"))?;
+    let header_end = header_start
+        .checked_add(header_len)
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| bad(KIND, "header runs past the end of the file"))?;
     let header = std::str::from_utf8(&bytes[header_start..header_end]).map_err(|_| bad(KIND, "header is not text"))?;
     let dict = PyDict::parse(header).map_err(|e| bad(KIND, format!("header {header:?}: {e}")))?;
     let dtype = match dict.descr.as_str() {
@@ -193,7 +202,11 @@ impl Cursor<'_> {
     }
 
     fn string(&mut self) -> std::result::Result<String, String> {
-        let quote = *self.s.get(self.at).filter(|&&q| q == b'\'' || q == b'"').ok_or_else(|| format!("expected a string at byte {}", self.at))?;
+        let quote = *self
+            .s
+            .get(self.at)
+            .filter(|&&q| q == b'\'' || q == b'"')
+            .ok_or_else(|| format!("expected a string at byte {}", self.at))?;
         let start = self.at + 1;
         let len = self.s[start..].iter().position(|&c| c == quote).ok_or("unterminated string")?;
         self.at = start + len + 1;
@@ -238,9 +251,17 @@ impl Cursor<'_> {
 /// Parses a safetensors file: every tensor, sorted by name (the header's JSON object order).
 pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
     const KIND: &str = "safetensors";
-    let n = bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0xFF; 8]))).ok_or_else(|| bad(KIND, "shorter than the 8-byte header length"))?;
-    let data_start = usize::try_from(n).ok().and_then(|n| n.checked_add(8)).filter(|&e| e <= bytes.len()).ok_or_else(|| bad(KIND, format!("header length {n} runs past the end of the file (not .npy either)")))?;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..data_start]).map_err(|e| bad(KIND, format!("header JSON: {e}")))?;
+    let n = bytes
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0xFF; 8])))
+        .ok_or_else(|| bad(KIND, "shorter than the 8-byte header length"))?;
+    let data_start = usize::try_from(n)
+        .ok()
+        .and_then(|n| n.checked_add(8))
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| bad(KIND, format!("header length {n} runs past the end of the file (not .npy either)")))?;
+    let header: serde_json::Value =
+        serde_json::from_slice(&bytes[8..data_start]).map_err(|e| bad(KIND, format!("header JSON: {e}")))?;
     let map = header.as_object().ok_or_else(|| bad(KIND, "header is not a JSON object"))?;
     let data = &bytes[data_start..];
     let mut out = Vec::new();
@@ -253,18 +274,33 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
             d => return Err(bad(KIND, format!("{name}: dtype {d:?}: only F32, F16 and BF16 are read"))),
         };
         let dims = field("shape")?.as_array().ok_or_else(|| bad(KIND, format!("{name}: shape is not an array")))?;
-        let shape = dims.iter().map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()).ok_or_else(|| bad(KIND, format!("{name}: bad dimension {d}")))).collect::<Result<Vec<usize>>>()?;
+        let shape = dims
+            .iter()
+            .map(|d| {
+                d.as_u64()
+                    .and_then(|d| usize::try_from(d).ok())
+                    .ok_or_else(|| bad(KIND, format!("{name}: bad dimension {d}")))
+            })
+            .collect::<Result<Vec<usize>>>()?;
         let range = match field("data_offsets")?.as_array().map(Vec::as_slice) {
             Some([b, e]) => (b.as_u64(), e.as_u64()),
             _ => (None, None),
         };
         let slice = match range {
-            (Some(b), Some(e)) if b <= e => usize::try_from(b).ok().zip(usize::try_from(e).ok()).and_then(|(b, e)| data.get(b..e)),
+            (Some(b), Some(e)) if b <= e => {
+                usize::try_from(b).ok().zip(usize::try_from(e).ok()).and_then(|(b, e)| data.get(b..e))
+            }
             _ => None,
         }
-        .ok_or_else(|| bad(KIND, format!("{name}: data_offsets {range:?} are not a range inside the {}-byte data", data.len())))?;
+        .ok_or_else(|| {
+            bad(KIND, format!("{name}: data_offsets {range:?} are not a range inside the {}-byte data", data.len()))
+        })?;
         let count = elements(KIND, &shape)?;
-        out.push(FloatTensor { name: name.clone(), shape, data: typed(&format!("{KIND}: {name}"), dtype, slice, count)? });
+        out.push(FloatTensor {
+            name: name.clone(),
+            shape,
+            data: typed(&format!("{KIND}: {name}"), dtype, slice, count)?,
+        });
     }
     if out.is_empty() {
         return Err(bad(KIND, "no tensors"));

@@ -52,7 +52,10 @@ impl Artifact {
                 }
                 AuxRole::HadamardSigns => {
                     if k.is_none() || vector_len(&pieces, Format::Bf16) != k {
-                        return Err(violation(rule::AUX_HADAMARD, format!("{at}: {} for K = {k:?}", describe(&pieces))));
+                        return Err(violation(
+                            rule::AUX_HADAMARD,
+                            format!("{at}: {} for K = {k:?}", describe(&pieces)),
+                        ));
                     }
                 }
                 AuxRole::InputColumns => self.check_columns(&parameter, &pieces, k, &at)?,
@@ -62,9 +65,18 @@ impl Artifact {
         Ok(ResolvedUse { parameter, input: u.input.clone(), activation_policy: u.activation_policy, auxiliaries })
     }
 
-    fn check_columns(&self, parameter: &[EncodedTensor], pieces: &[EncodedTensor], k: Option<usize>, at: &str) -> Result<()> {
+    fn check_columns(
+        &self,
+        parameter: &[EncodedTensor],
+        pieces: &[EncodedTensor],
+        k: Option<usize>,
+        at: &str,
+    ) -> Result<()> {
         if parameter.iter().any(|t| t.format().category() != Category::GgufBlock) {
-            return Err(violation(rule::AUX_COLUMNS, format!("{at}: the parameter is {}, not gguf", describe(parameter))));
+            return Err(violation(
+                rule::AUX_COLUMNS,
+                format!("{at}: the parameter is {}, not gguf", describe(parameter)),
+            ));
         }
         let Some(k) = k.filter(|&k| vector_len(pieces, Format::Int32) == Some(k)) else {
             return Err(violation(rule::AUX_COLUMNS, format!("{at}: {} for K = {k:?}", describe(pieces))));
@@ -77,7 +89,12 @@ impl Artifact {
             for v in values {
                 match usize::try_from(v).ok().and_then(|i| seen.get_mut(i)) {
                     Some(slot) if !*slot => *slot = true,
-                    _ => return Err(violation(rule::AUX_COLUMNS, format!("{at}: column {v} is out of 0..{k} or repeated"))),
+                    _ => {
+                        return Err(violation(
+                            rule::AUX_COLUMNS,
+                            format!("{at}: column {v} is out of 0..{k} or repeated"),
+                        ))
+                    }
                 }
             }
         }

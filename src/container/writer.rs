@@ -76,7 +76,12 @@ impl<'a> ArtifactWriter<'a> {
     /// Adds a tensor; its payload is written exactly as stored.
     pub fn add_tensor(&mut self, id: impl Into<String>, tensor: EncodedTensor<'a>) {
         let (desc, payload) = tensor.into_parts();
-        let kind = ObjectKind::Tensor { format: desc.format.name().to_owned(), layout: desc.layout.name().to_owned(), shape: desc.shape, divisors: desc.divisors };
+        let kind = ObjectKind::Tensor {
+            format: desc.format.name().to_owned(),
+            layout: desc.layout.name().to_owned(),
+            shape: desc.shape,
+            divisors: desc.divisors,
+        };
         self.objects.push(Pending { id: id.into(), kind, payload });
     }
 
@@ -90,7 +95,11 @@ impl<'a> ArtifactWriter<'a> {
 
     /// Adds raw bytes as a `raw_bytes_v1` resource.
     pub fn add_resource(&mut self, id: impl Into<String>, bytes: impl Into<Cow<'a, [u8]>>) {
-        self.objects.push(Pending { id: id.into(), kind: ObjectKind::Resource { encoding: "raw_bytes_v1".into() }, payload: bytes.into() });
+        self.objects.push(Pending {
+            id: id.into(),
+            kind: ObjectKind::Resource { encoding: "raw_bytes_v1".into() },
+            payload: bytes.into(),
+        });
     }
 
     /// Records how an object was derived: root `provenance[id]`.
@@ -135,7 +144,10 @@ impl<'a> ArtifactWriter<'a> {
     /// before any file is created, so what is written opens.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<Written> {
         let path = path.as_ref();
-        let entry_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| Error::Io(format!("{}: not a file path", path.display())))?;
+        let entry_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| Error::Io(format!("{}: not a file path", path.display())))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if self.objects.is_empty() {
             // Said here rather than as the zero-byte payload the reader would see first.
@@ -152,14 +164,25 @@ impl<'a> ArtifactWriter<'a> {
             start += bytes;
         }
         let provenance = (!self.provenance.is_empty()).then(|| self.provenance.clone());
-        let root = Root { components: self.components.clone(), objects, bindings: self.bindings.clone(), uses: self.uses.clone(), files, metadata: self.metadata.clone(), provenance };
-        let mut json = serde_json::to_vec(&root.to_json()).map_err(|e| Error::Io(format!("serializing the JSON root: {e}")))?;
+        let root = Root {
+            components: self.components.clone(),
+            objects,
+            bindings: self.bindings.clone(),
+            uses: self.uses.clone(),
+            files,
+            metadata: self.metadata.clone(),
+            provenance,
+        };
+        let mut json =
+            serde_json::to_vec(&root.to_json()).map_err(|e| Error::Io(format!("serializing the JSON root: {e}")))?;
         // The same checks a reader applies (including payload_bytes > 0, which an artifact with
         // only empty objects would break).
         Root::parse(&parse_strict(&json)?, &entry_name)?;
         // Spaces are JSON whitespace: the padded text parses to the same root, and the payload
         // then starts exactly at the end of the JSON.
-        let padded = align_up((HEADER_BYTES + json.len()) as u64, PAYLOAD_ALIGN as u64).ok_or_else(|| Error::Io("JSON too large".into()))? as usize - HEADER_BYTES;
+        let padded = align_up((HEADER_BYTES + json.len()) as u64, PAYLOAD_ALIGN as u64)
+            .ok_or_else(|| Error::Io("JSON too large".into()))? as usize
+            - HEADER_BYTES;
         json.resize(padded, b' ');
 
         let artifact_id = random_id()?;
@@ -171,13 +194,17 @@ impl<'a> ArtifactWriter<'a> {
             header[8..16].copy_from_slice(&(i as u64).to_le_bytes());
             header[16..32].copy_from_slice(&artifact_id);
             let final_path = dir.join(f.path.as_deref().unwrap_or_default());
-            staged.write(&final_path, &artifact_id, &[&header], |w| self.write_payload(w, &root.objects, starts[i], f.payload_bytes))?;
+            staged.write(&final_path, &artifact_id, &[&header], |w| {
+                self.write_payload(w, &root.objects, starts[i], f.payload_bytes)
+            })?;
         }
         let mut header = [0u8; HEADER_BYTES];
         header[..8].copy_from_slice(&ENTRY_MAGIC);
         header[8..16].copy_from_slice(&(json.len() as u64).to_le_bytes());
         header[16..32].copy_from_slice(&artifact_id);
-        staged.write(path, &artifact_id, &[&header, &json], |w| self.write_payload(w, &root.objects, 0, root.files[0].payload_bytes))?;
+        staged.write(path, &artifact_id, &[&header, &json], |w| {
+            self.write_payload(w, &root.objects, 0, root.files[0].payload_bytes)
+        })?;
         staged.commit()?;
         let mut written = vec![path.to_path_buf()];
         written.extend(root.files.iter().skip(1).map(|f| dir.join(f.path.as_deref().unwrap_or_default())));
@@ -218,7 +245,13 @@ struct Staged {
 }
 
 impl Staged {
-    fn write(&mut self, final_path: &Path, id: &[u8; 16], head: &[&[u8]], body: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) -> Result<()> {
+    fn write(
+        &mut self,
+        final_path: &Path,
+        id: &[u8; 16],
+        head: &[&[u8]],
+        body: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+    ) -> Result<()> {
         let name = final_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = final_path.with_file_name(format!(".{name}.tmp-{}", hex(id)));
         self.temps.push((temp.clone(), final_path.to_path_buf()));

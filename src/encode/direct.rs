@@ -28,7 +28,10 @@ impl DirectSource<'_> {
 }
 
 fn store(format: Format, shape: &[usize], words: Vec<u32>, provenance: Provenance) -> Result<Encoded> {
-    let tensor = EncodedTensor::encode(&LogicalWords::Direct(DirectWords { format, shape: shape.to_vec(), words }), Layout::ContiguousLeV1)?;
+    let tensor = EncodedTensor::encode(
+        &LogicalWords::Direct(DirectWords { format, shape: shape.to_vec(), words }),
+        Layout::ContiguousLeV1,
+    )?;
     Ok(Encoded { tensor, provenance })
 }
 
@@ -54,5 +57,12 @@ pub fn persist(format: Format, shape: &[usize], source: DirectSource) -> Result<
 /// bits and the quiet bit set, so no NaN can truncate into an infinity.
 pub fn f32_to_bf16(shape: &[usize], values: &[f32]) -> Result<Encoded> {
     let words = values.iter().map(|&x| numeric::f32_to_bf16(x) as u32).collect();
-    store(Format::Bf16, shape, words, Provenance::new("f32_to_bf16").with("rounding", "nearest_even").with("nan", "quiet, sign and high payload kept"))
+    store(
+        Format::Bf16,
+        shape,
+        words,
+        Provenance::new("f32_to_bf16")
+            .with("rounding", "nearest_even")
+            .with("nan", "quiet, sign and high payload kept"),
+    )
 }

@@ -21,7 +21,11 @@ fn row_scale(amax: f32, scale: ScaleWord) -> Result<u16> {
         ScaleWord::Binary16 => (f32_to_f16(raw), 0x7C00),
     };
     if word & inf_bits == inf_bits {
-        return Err(Error::Numeric { target: "fp8 row scale", value: raw as f64, rule: "max|row| / 448 overflows the scale type; refused, not clipped" });
+        return Err(Error::Numeric {
+            target: "fp8 row scale",
+            value: raw as f64,
+            rule: "max|row| / 448 overflows the scale type; refused, not clipped",
+        });
     }
     Ok(if word == 0 { 0x0001 } else { word })
 }
@@ -43,7 +47,11 @@ fn encode_row(row: &[f32], scale: ScaleWord, out: &mut Vec<u8>) -> Result<u16> {
     if !inv.is_finite() {
         // Only a bf16-subnormal multiplier below 2^-128 does this; multiplying a zero by the
         // infinite reciprocal would produce a NaN code, so the row is refused instead.
-        return Err(Error::Numeric { target: "fp8 row reciprocal", value: s32 as f64, rule: "1 / scale overflows binary32 (row maximum is a tiny bf16 subnormal)" });
+        return Err(Error::Numeric {
+            target: "fp8 row reciprocal",
+            value: s32 as f64,
+            rule: "1 / scale overflows binary32 (row maximum is a tiny bf16 subnormal)",
+        });
     }
     for &x in row {
         out.push(f32_to_e4m3fn((x * inv).clamp(-E4M3_MAX, E4M3_MAX))?);
@@ -56,21 +64,39 @@ fn encode_row(row: &[f32], scale: ScaleWord, out: &mut Vec<u8>) -> Result<u16> {
 /// bf16 too), and each row is encoded independently of any chunking.
 pub fn fp8_row_maxabs(format: Format, n: usize, k: usize, source: Source) -> Result<Encoded> {
     let Geometry::RowScaled { scale } = format.spec().geometry else {
-        return Err(Error::Unsupported(format!("fp8_row_maxabs targets fp8_e4m3fn_row_bf16 and fp8_e4m3fn_row_fp16, not {format}")));
+        return Err(Error::Unsupported(format!(
+            "fp8_row_maxabs targets fp8_e4m3fn_row_bf16 and fp8_e4m3fn_row_fp16, not {format}"
+        )));
     };
     check_matrix("fp8_row_maxabs", n, k, source.len())?;
     let staged: Vec<f32> = match source {
         Source::Bf16(words) => words.iter().map(|&w| bf16_to_f32(w)).collect(),
-        Source::F32(_) | Source::F16(_) => source.to_finite_f32("fp8_row_maxabs")?.into_iter().map(|x| bf16_to_f32(f32_to_bf16(x))).collect(),
+        Source::F32(_) | Source::F16(_) => {
+            source.to_finite_f32("fp8_row_maxabs")?.into_iter().map(|x| bf16_to_f32(f32_to_bf16(x))).collect()
+        }
     };
     if let Some(i) = staged.iter().position(|x| !x.is_finite()) {
-        return Err(Error::Words(format!("fp8_row_maxabs: source element {i} is {} after BF16 staging: non-finite values are refused", staged[i])));
+        return Err(Error::Words(format!(
+            "fp8_row_maxabs: source element {i} is {} after BF16 staging: non-finite values are refused",
+            staged[i]
+        )));
     }
     let mut codes = Vec::with_capacity(n * k);
     let mut scales = Vec::with_capacity(n);
     for (r, row) in staged.chunks_exact(k).enumerate() {
-        scales.push(encode_row(row, scale, &mut codes).map_err(|e| Error::Words(format!("fp8_row_maxabs: row {r}: {e}")))?);
+        scales.push(
+            encode_row(row, scale, &mut codes).map_err(|e| Error::Words(format!("fp8_row_maxabs: row {r}: {e}")))?,
+        );
     }
-    let tensor = EncodedTensor::encode(&LogicalWords::Fp8Row(Fp8RowWords { format, n, k, codes, scales }), format.spec().layouts[0])?;
-    Ok(Encoded { tensor, provenance: Provenance::new("fp8_row_maxabs").with("format", format.name()).with("source_type", source.type_name()).with("staging", "bf16") })
+    let tensor = EncodedTensor::encode(
+        &LogicalWords::Fp8Row(Fp8RowWords { format, n, k, codes, scales }),
+        format.spec().layouts[0],
+    )?;
+    Ok(Encoded {
+        tensor,
+        provenance: Provenance::new("fp8_row_maxabs")
+            .with("format", format.name())
+            .with("source_type", source.type_name())
+            .with("staging", "bf16"),
+    })
 }

@@ -28,7 +28,11 @@ fn absmax_scale(amax: f32, qmax: i32) -> Result<u16> {
         s => s,
     };
     if s16 & 0x7C00 == 0x7C00 {
-        return Err(Error::Numeric { target: "binary16 group scale", value: raw as f64, rule: "amax / qmax overflows binary16; the encoder fails rather than store or clip it" });
+        return Err(Error::Numeric {
+            target: "binary16 group scale",
+            value: raw as f64,
+            rule: "amax / qmax overflows binary16; the encoder fails rather than store or clip it",
+        });
     }
     Ok(s16)
 }
@@ -52,7 +56,14 @@ fn absmax_group(values: &[f32], qmin: i32, qmax: i32, codes: &mut Vec<i8>) -> Re
     Ok(scale)
 }
 
-fn encode_groups(method: &'static str, format: Format, n: usize, k: usize, source: Source, mut group_fn: impl FnMut(&[f32], usize, &mut Vec<i8>) -> Result<u16>) -> Result<EncodedTensor<'static>> {
+fn encode_groups(
+    method: &'static str,
+    format: Format,
+    n: usize,
+    k: usize,
+    source: Source,
+    mut group_fn: impl FnMut(&[f32], usize, &mut Vec<i8>) -> Result<u16>,
+) -> Result<EncodedTensor<'static>> {
     let (group, ..) = target(method, format)?;
     check_matrix(method, n, k, source.len())?;
     let values = source.to_finite_f32(method)?;
@@ -61,7 +72,8 @@ fn encode_groups(method: &'static str, format: Format, n: usize, k: usize, sourc
     for (r, row) in values.chunks_exact(k).enumerate() {
         for (g, chunk) in row.chunks(group).enumerate() {
             // A partial last group is encoded from its logical values only.
-            let scale = group_fn(chunk, g * group, &mut codes).map_err(|e| Error::Words(format!("{method}: row {r}, group {g}: {e}")))?;
+            let scale = group_fn(chunk, g * group, &mut codes)
+                .map_err(|e| Error::Words(format!("{method}: row {r}, group {g}: {e}")))?;
             scales.push(scale);
         }
     }
@@ -71,8 +83,15 @@ fn encode_groups(method: &'static str, format: Format, n: usize, k: usize, sourc
 /// The canonical reference encoder (section 7) into `row_split_k128_v1`.
 pub fn grouped_absmax(format: Format, n: usize, k: usize, source: Source) -> Result<Encoded> {
     let (_, qmin, qmax) = target("grouped_absmax", format)?;
-    let tensor = encode_groups("grouped_absmax", format, n, k, source, |values, _, codes| absmax_group(values, qmin, qmax, codes))?;
-    Ok(Encoded { tensor, provenance: Provenance::new("grouped_absmax").with("format", format.name()).with("source_type", source.type_name()) })
+    let tensor = encode_groups("grouped_absmax", format, n, k, source, |values, _, codes| {
+        absmax_group(values, qmin, qmax, codes)
+    })?;
+    Ok(Encoded {
+        tensor,
+        provenance: Provenance::new("grouped_absmax")
+            .with("format", format.name())
+            .with("source_type", source.type_name()),
+    })
 }
 
 /// Options of grouped_search.
@@ -197,12 +216,18 @@ pub fn grouped_search(format: Format, n: usize, k: usize, source: Source, option
     let (_, qmin, qmax) = target("grouped_search", format)?;
     let uniform = vec![1f32; k];
     let imp = match options.importance {
-        Some(imp) if imp.len() != k => return Err(Error::Words(format!("grouped_search: importance has {} weights, K is {k}", imp.len()))),
-        Some(imp) if imp.iter().any(|v| !v.is_finite() || *v < 0.0) => return Err(Error::Words("grouped_search: importance weights are finite and non-negative".into())),
+        Some(imp) if imp.len() != k => {
+            return Err(Error::Words(format!("grouped_search: importance has {} weights, K is {k}", imp.len())))
+        }
+        Some(imp) if imp.iter().any(|v| !v.is_finite() || *v < 0.0) => {
+            return Err(Error::Words("grouped_search: importance weights are finite and non-negative".into()))
+        }
         Some(imp) => imp,
         None => &uniform,
     };
-    let tensor = encode_groups("grouped_search", format, n, k, source, |values, k0, codes| search_group(values, &imp[k0..k0 + values.len()], qmin, qmax, options.negative_scales, codes))?;
+    let tensor = encode_groups("grouped_search", format, n, k, source, |values, k0, codes| {
+        search_group(values, &imp[k0..k0 + values.len()], qmin, qmax, options.negative_scales, codes)
+    })?;
     let provenance = Provenance::new("grouped_search")
         .with("format", format.name())
         .with("source_type", source.type_name())

@@ -22,7 +22,13 @@ pub fn t2(n: usize, k: usize, codes: &[i8], scales: &[u16]) -> Result<Encoded> {
 /// Copies GGUF blocks `[d: binary16][codes: block_values * bits / 8 bytes]` into row_split
 /// records: the block's code bytes become the group's base record, `d` its scale word; physical
 /// padding groups get canonical contents. The result is validated as `format`.
-fn from_gguf_blocks(format: Format, source: Format, n: usize, k: usize, blocks: &[u8]) -> Result<EncodedTensor<'static>> {
+fn from_gguf_blocks(
+    format: Format,
+    source: Format,
+    n: usize,
+    k: usize,
+    blocks: &[u8],
+) -> Result<EncodedTensor<'static>> {
     let Geometry::Block { values, bytes: block_bytes } = source.spec().geometry else {
         return Err(Error::Unsupported(format!("{source} is not a GGUF block format")));
     };
@@ -31,12 +37,21 @@ fn from_gguf_blocks(format: Format, source: Format, n: usize, k: usize, blocks: 
         return Err(Error::Unsupported(format!("{format} is not a row_split_k128_v1 format")));
     };
     if !k.is_multiple_of(values) || g.spec.group != values || g.spec.base_bytes != block_bytes - 2 {
-        return Err(Error::Shape { layout: Layout::GgufBlocksV1.name(), rule: "K % block_values == 0 and blocks match the target's groups", detail: format!("{source} into {format} with K = {k}") });
+        return Err(Error::Shape {
+            layout: Layout::GgufBlocksV1.name(),
+            rule: "K % block_values == 0 and blocks match the target's groups",
+            detail: format!("{source} into {format} with K = {k}"),
+        });
     }
     let per_row = k / values;
     let expected = n * per_row * block_bytes;
     if blocks.len() != expected {
-        return Err(Error::PayloadSize { layout: Layout::GgufBlocksV1.name(), shape: vec![n, k], expected: expected as u64, actual: blocks.len() as u64 });
+        return Err(Error::PayloadSize {
+            layout: Layout::GgufBlocksV1.name(),
+            shape: vec![n, k],
+            expected: expected as u64,
+            actual: blocks.len() as u64,
+        });
     }
     let mut payload = vec![0u8; g.bytes];
     let padding_code = if format == Format::Q2G64Fp16 { 0x55 } else { 0x00 };

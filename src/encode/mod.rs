@@ -80,7 +80,10 @@ impl Source<'_> {
             Source::F16(v) => v.iter().map(|&w| f16_to_f32(w)).collect(),
         };
         if let Some(i) = values.iter().position(|x| !x.is_finite()) {
-            return Err(Error::Words(format!("{method}: source element {i} is {}: non-finite sources are refused", values[i])));
+            return Err(Error::Words(format!(
+                "{method}: source element {i} is {}: non-finite sources are refused",
+                values[i]
+            )));
         }
         Ok(values)
     }
@@ -92,7 +95,10 @@ pub(crate) fn check_matrix(method: &str, n: usize, k: usize, len: usize) -> Resu
         return Err(Error::Words(format!("{method}: shape [{n}, {k}] must have positive dimensions")));
     }
     if n.checked_mul(k) != Some(len) {
-        return Err(Error::Words(format!("{method}: shape [{n}, {k}] needs {} values, got {len}", n.saturating_mul(k))));
+        return Err(Error::Words(format!(
+            "{method}: shape [{n}, {k}] needs {} values, got {len}",
+            n.saturating_mul(k)
+        )));
     }
     Ok(())
 }

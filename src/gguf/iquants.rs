@@ -3,7 +3,9 @@
 //! `dequantize_row_iq*` in ggml-quants.c, left to right.
 
 use super::f16_at;
-use super::tables::{IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS, KVALUES_IQ4NL};
+use super::tables::{
+    IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS, KVALUES_IQ4NL,
+};
 
 /// Byte `j` of a packed grid entry (ggml reads grids through a `uint8_t *`).
 fn g8(entry: u64, j: usize) -> f32 {
@@ -160,8 +162,14 @@ pub fn iq1_m(b: &[u8], y: &mut [f32]) {
         let dl2 = d * (2 * ((s >> (6 * (ib % 2) + 3)) & 7) + 1) as f32;
         let (h0, h1) = (qh[2 * ib] as usize, qh[2 * ib + 1] as usize);
         let q = &qs[4 * ib..4 * ib + 4];
-        let index = [q[0] as usize | ((h0 << 8) & 0x700), q[1] as usize | ((h0 << 4) & 0x700), q[2] as usize | ((h1 << 8) & 0x700), q[3] as usize | ((h1 << 4) & 0x700)];
-        let delta = [h0 & 0x08, h0 & 0x80, h1 & 0x08, h1 & 0x80].map(|bit| if bit != 0 { -IQ1S_DELTA } else { IQ1S_DELTA });
+        let index = [
+            q[0] as usize | ((h0 << 8) & 0x700),
+            q[1] as usize | ((h0 << 4) & 0x700),
+            q[2] as usize | ((h1 << 8) & 0x700),
+            q[3] as usize | ((h1 << 4) & 0x700),
+        ];
+        let delta =
+            [h0 & 0x08, h0 & 0x80, h1 & 0x08, h1 & 0x80].map(|bit| if bit != 0 { -IQ1S_DELTA } else { IQ1S_DELTA });
         for l in 0..4 {
             let grid = IQ1S_GRID[index[l]];
             let dl = if l < 2 { dl1 } else { dl2 };

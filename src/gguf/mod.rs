@@ -42,7 +42,8 @@ pub fn block_decoder(format: Format) -> Option<BlockFn> {
         GgufIq1S => iquants::iq1_s,
         GgufIq1M => iquants::iq1_m,
         GgufIq4Xs => iquants::iq4_xs,
-        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => return None,
+        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4
+        | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => return None,
     })
 }
 
@@ -52,7 +53,10 @@ pub fn dequantize_blocks(format: Format, blocks: &[u8]) -> Result<Vec<f32>> {
         return Err(Error::Unsupported(format!("{format} is not a GGUF block format")));
     };
     if !blocks.len().is_multiple_of(bytes) {
-        return Err(Error::Words(format!("{format}: {} bytes is not a whole number of {bytes}-byte blocks", blocks.len())));
+        return Err(Error::Words(format!(
+            "{format}: {} bytes is not a whole number of {bytes}-byte blocks",
+            blocks.len()
+        )));
     }
     let mut out = vec![0f32; blocks.len() / bytes * values];
     for (block, y) in blocks.chunks_exact(bytes).zip(out.chunks_exact_mut(values)) {

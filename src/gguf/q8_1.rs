@@ -61,6 +61,9 @@ pub fn a8_criterion(y: &[f32], y_ref: &[f64]) -> (bool, f64, f64) {
         max_ref = max_ref.max(b.abs());
     }
     let ratio = if den > 0.0 { num / den } else { num };
-    let ok = y.len() == y_ref.len() && y.iter().all(|v| v.is_finite()) && ratio <= 5e-4 && max_err <= 0.06 * max_ref + 1.0 / 256.0;
+    let ok = y.len() == y_ref.len()
+        && y.iter().all(|v| v.is_finite())
+        && ratio <= 5e-4
+        && max_err <= 0.06 * max_ref + 1.0 / 256.0;
     (ok, ratio, max_err)
 }

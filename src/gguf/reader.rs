@@ -133,14 +133,18 @@ impl<'a> Cursor<'a> {
     fn string(&mut self, what: &str) -> Result<String> {
         let len = self.u64(what)?;
         let raw = self.take(len, what)?;
-        String::from_utf8(raw.to_vec()).map_err(|_| malformed("strings are UTF-8", format!("{what} at offset {}", self.at - raw.len())))
+        String::from_utf8(raw.to_vec())
+            .map_err(|_| malformed("strings are UTF-8", format!("{what} at offset {}", self.at - raw.len())))
     }
 
     /// A count of items each at least `min_bytes` long: refused when the bytes cannot hold it.
     fn count(&mut self, what: &str, min_bytes: u64) -> Result<u64> {
         let n = self.u64(what)?;
         if n.checked_mul(min_bytes).is_none_or(|need| need > self.remaining()) {
-            return Err(malformed("counts fit the file", format!("{what} = {n}, but only {} bytes remain", self.remaining())));
+            return Err(malformed(
+                "counts fit the file",
+                format!("{what} = {n}, but only {} bytes remain", self.remaining()),
+            ));
         }
         Ok(n)
     }
@@ -220,8 +224,13 @@ fn registered(ggml_type: u32) -> Option<Format> {
 }
 
 fn describe(ggml_type: u32, dims: &[u64]) -> Result<(TensorKind, Option<u64>)> {
-    let elements = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?;
-    let to_usize = |v: u64| usize::try_from(v).map_err(|_| malformed("tensor sizes fit the address space", format!("dims {dims:?}")));
+    let elements = dims
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?;
+    let to_usize = |v: u64| {
+        usize::try_from(v).map_err(|_| malformed("tensor sizes fit the address space", format!("dims {dims:?}")))
+    };
     match registered(ggml_type) {
         Some(format) if format.category() == Category::GgufBlock => {
             let k = dims.first().copied().unwrap_or(1);
@@ -238,7 +247,11 @@ fn describe(ggml_type: u32, dims: &[u64]) -> Result<(TensorKind, Option<u64>)> {
         None => {
             let (type_name, geometry) = unregistered(ggml_type);
             let bytes = match geometry {
-                Some((v, b)) if elements % v == 0 => Some((elements / v).checked_mul(b).ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?),
+                Some((v, b)) if elements % v == 0 => Some(
+                    (elements / v)
+                        .checked_mul(b)
+                        .ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?,
+                ),
                 _ => None,
             };
             Ok((TensorKind::NotRegistered { type_name }, bytes))
@@ -253,7 +266,8 @@ impl GgufFile {
         let file = std::fs::File::open(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
         // SAFETY: the map is read-only; a file truncated underneath by another process is the
         // usual memory-map caveat and not something this reader can guard against.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io(format!("mapping {}: {e}", path.display())))?;
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io(format!("mapping {}: {e}", path.display())))?;
         GgufFile::parse(Bytes::Mapped(map))
     }
 
@@ -313,11 +327,20 @@ impl GgufFile {
         let data_len = (b.len() as u64).saturating_sub(data_offset);
         for t in &tensors {
             if t.offset % alignment != 0 {
-                return Err(malformed("tensor offsets are multiples of general.alignment", format!("`{}` at {} (alignment {alignment})", t.name, t.offset)));
+                return Err(malformed(
+                    "tensor offsets are multiples of general.alignment",
+                    format!("`{}` at {} (alignment {alignment})", t.name, t.offset),
+                ));
             }
             if let Some(bytes) = t.bytes {
                 if t.offset.checked_add(bytes).is_none_or(|end| end > data_len) {
-                    return Err(malformed("tensor data lies inside the file", format!("`{}`: {bytes} bytes at data offset {}, data section holds {data_len}", t.name, t.offset)));
+                    return Err(malformed(
+                        "tensor data lies inside the file",
+                        format!(
+                            "`{}`: {bytes} bytes at data offset {}, data section holds {data_len}",
+                            t.name, t.offset
+                        ),
+                    ));
                 }
             }
         }
@@ -334,10 +357,19 @@ impl GgufFile {
 
     /// The named tensor as an `EncodedTensor` borrowing the file's bytes.
     pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>> {
-        let t = self.info(name).ok_or_else(|| Error::UnknownName { kind: "tensor", name: name.to_string(), valid: self.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ") })?;
+        let t = self.info(name).ok_or_else(|| Error::UnknownName {
+            kind: "tensor",
+            name: name.to_string(),
+            valid: self.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+        })?;
         let (format, layout, shape) = match &t.kind {
             TensorKind::Registered { format, layout, shape } => (*format, *layout, shape.clone()),
-            TensorKind::NotRegistered { type_name } => return Err(Error::Unsupported(format!("tensor `{name}` has ggml type {} ({type_name}): format not registered", t.ggml_type))),
+            TensorKind::NotRegistered { type_name } => {
+                return Err(Error::Unsupported(format!(
+                    "tensor `{name}` has ggml type {} ({type_name}): format not registered",
+                    t.ggml_type
+                )))
+            }
         };
         let desc = TensorDesc::new(format, layout, &shape);
         let bytes = desc.encoded_bytes()?;

@@ -1,8 +1,10 @@
 //! The capability table: every (format, layout, op, variant) with its status and reason, as data.
 //! It is consulted before upload and dispatch, so an unsupported combination is an
 //! `Unsupported` error naming the rule — never a wgpu validation panic or a silent wrong answer.
+//! Every rule is an exhaustive match: a new format category, op or variant breaks the build here
+//! until someone decides what it may do.
 
-use super::kernels::{Codec, KernelKey, Op, Variant};
+use super::kernels::{KernelKey, Op, Variant};
 use super::platform::Platform;
 use crate::error::{Error, Result};
 use crate::format::{Category, Format};
@@ -28,15 +30,34 @@ pub struct Row {
     pub status: Status,
 }
 
-/// The format-level rule, independent of the platform.
-fn format_rule(format: Format, op: Op, variant: Variant) -> Status {
-    if Codec::for_format(format).is_none() {
-        return Status::Unsupported(format!("not yet implemented: no kernel for {format} (the i-quant kernels are a later issue)"));
+/// The format-level rule, independent of the platform. Every format has a codec; what differs
+/// is which ops make sense for its values.
+fn format_rule(format: Format, op: Op) -> Status {
+    match (format.category(), op) {
+        (Category::DirectInt, Op::Matmul) => {
+            Status::Unsupported("int32 has no matmul: integer tensors are indexes, not weights".into())
+        }
+        (Category::DirectInt, Op::Dequant | Op::Gather) => Status::Supported,
+        (
+            Category::DirectFloat
+            | Category::Grouped
+            | Category::BlockScaledFloat
+            | Category::RowScaledFloat
+            | Category::GgufBlock,
+            Op::Dequant | Op::Matmul | Op::Gather,
+        ) => Status::Supported,
     }
-    match (format.category(), op, variant) {
-        (Category::DirectInt, Op::Matvec, _) => Status::Unsupported("int32 has no matvec: integer tensors are indexes, not weights".into()),
-        (_, Op::Dequant, Variant::Subgroup) => Status::Unsupported("dequant has no reduction, so no subgroup variant".into()),
-        _ => Status::Supported,
+}
+
+/// The op-level rule for a variant.
+fn variant_rule(op: Op, variant: Variant) -> Status {
+    match (op, variant) {
+        (Op::Dequant | Op::Gather | Op::Matmul, Variant::Workgroup) | (Op::Matmul, Variant::Subgroup) => {
+            Status::Supported
+        }
+        (Op::Dequant | Op::Gather, Variant::Subgroup) => {
+            Status::Unsupported(format!("{} has no reduction, so no subgroup variant", op.name()))
+        }
     }
 }
 
@@ -58,9 +79,14 @@ pub fn status(format: Format, layout: Layout, op: Op, variant: Variant, platform
     if !format.allows(layout) {
         return Status::Unsupported(format!("{format} is not stored in {layout}"));
     }
-    match (format_rule(format, op, variant), platform) {
-        (Status::Supported, Some(p)) => platform_rule(p, variant),
-        (s, _) => s,
+    for rule in [format_rule(format, op), variant_rule(op, variant)] {
+        if let Status::Unsupported(reason) = rule {
+            return Status::Unsupported(reason);
+        }
+    }
+    match platform {
+        Some(p) => platform_rule(p, variant),
+        None => Status::Supported,
     }
 }
 
@@ -68,22 +94,30 @@ pub fn status(format: Format, layout: Layout, op: Op, variant: Variant, platform
 pub fn check(format: Format, layout: Layout, op: Op, variant: Variant, platform: Option<&Platform>) -> Result<()> {
     match status(format, layout, op, variant, platform) {
         Status::Supported => Ok(()),
-        Status::Unsupported(reason) => Err(Error::Unsupported(format!("{format} in {layout}, {} ({}): {reason}", op.name(), variant.name()))),
+        Status::Unsupported(reason) => {
+            Err(Error::Unsupported(format!("{format} in {layout}, {} ({}): {reason}", op.name(), variant.name())))
+        }
     }
 }
 
-/// The whole table, for printing.
+/// The whole table, for printing: every op, and the subgroup variant where an op has one.
 pub fn table(platform: Option<&Platform>) -> Vec<Row> {
     let mut rows = Vec::new();
     for format in Format::ALL {
         let layout = format.spec().layouts[0];
         for op in Op::ALL {
             for variant in Variant::ALL {
-                if op == Op::Dequant && variant == Variant::Subgroup {
+                if variant_rule(op, variant) != Status::Supported {
                     continue;
                 }
                 let status = status(format, layout, op, variant, platform);
-                rows.push(Row { format: format.name(), layout: layout.name(), op: op.name(), variant: variant.name(), status });
+                rows.push(Row {
+                    format: format.name(),
+                    layout: layout.name(),
+                    op: op.name(),
+                    variant: variant.name(),
+                    status,
+                });
             }
         }
     }
@@ -91,14 +125,16 @@ pub fn table(platform: Option<&Platform>) -> Vec<Row> {
 }
 
 /// Every kernel that exists (supported on some platform): what the portability test compiles.
+/// One matmul kernel serves every column count.
 pub fn kernel_keys() -> Vec<KernelKey> {
     let mut keys = Vec::new();
     for format in Format::ALL {
         for op in Op::ALL {
             for variant in Variant::ALL {
-                if format_rule(format, op, variant) == Status::Supported {
-                    keys.push(KernelKey { format, op, variant });
+                if format_rule(format, op) != Status::Supported || variant_rule(op, variant) != Status::Supported {
+                    continue;
                 }
+                keys.push(KernelKey { format, op, variant });
             }
         }
     }
@@ -108,9 +144,8 @@ pub fn kernel_keys() -> Vec<KernelKey> {
 /// The fastest supported variant of an op on this platform.
 pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
     let layout = format.spec().layouts[0];
-    if op == Op::Matvec && status(format, layout, op, Variant::Subgroup, Some(platform)) == Status::Supported {
-        Variant::Subgroup
-    } else {
-        Variant::Workgroup
+    match status(format, layout, op, Variant::Subgroup, Some(platform)) {
+        Status::Supported => Variant::Subgroup,
+        Status::Unsupported(_) => Variant::Workgroup,
     }
 }

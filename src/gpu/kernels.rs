@@ -1,9 +1,10 @@
-//! Shader assembly: constants generated from the registry, `common.wgsl`, the
-//! layout family's codec, and the op. The registry is the only place format facts live; the
-//! WGSL constants below are written from it, never by hand.
+//! Shader assembly: constants generated from the registry, the parameter struct generated from
+//! [`params`](super::params), `common.wgsl`, the layout family's codec, the shared weight-word
+//! rules and the op. The registry is the only place format facts live; every WGSL constant below
+//! is written from it by an exhaustive match, never by hand.
 
 use crate::error::{Error, Result};
-use crate::format::{CodeMapping, Format, Geometry, ScaleWord};
+use crate::format::{Category, CodeMapping, Format, Geometry, ScaleWord};
 use crate::layout::{row_split, Layout};
 use std::fmt::Write;
 
@@ -13,26 +14,35 @@ const CODEC_ROW_SPLIT: &str = include_str!("../../shaders/codecs/row_split.wgsl"
 const CODEC_BLOCK_SCALE: &str = include_str!("../../shaders/codecs/block_scale.wgsl");
 const CODEC_FP8_ROWS: &str = include_str!("../../shaders/codecs/fp8_rows.wgsl");
 const CODEC_GGUF_BLOCKS: &str = include_str!("../../shaders/codecs/gguf_blocks.wgsl");
+const OP_WEIGHTS: &str = include_str!("../../shaders/ops/weights.wgsl");
 const OP_DEQUANT: &str = include_str!("../../shaders/ops/dequant.wgsl");
-const OP_MATVEC: &str = include_str!("../../shaders/ops/matvec.wgsl");
-const OP_MATVEC_SUBGROUP: &str = include_str!("../../shaders/ops/matvec_subgroup.wgsl");
+const OP_GATHER: &str = include_str!("../../shaders/ops/gather.wgsl");
+const OP_MATMUL: &str = include_str!("../../shaders/ops/matmul.wgsl");
+const OP_MATMUL_SUBGROUP: &str = include_str!("../../shaders/ops/matmul_subgroup.wgsl");
 pub(crate) const PROBE: &str = include_str!("../../shaders/ops/probe.wgsl");
 pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../shaders/ops/probe_subgroup.wgsl");
 
 /// Values per chunk, the unit every codec decodes (`common.wgsl`).
 pub const CHUNK: usize = 32;
-/// Rows per matvec workgroup and invocations per dequant workgroup (`ops/*.wgsl`).
-pub const MATVEC_ROWS: usize = 4;
-pub const DEQUANT_WG: usize = 64;
-/// Invocations per matvec workgroup, and the largest subgroup the subgroup variant accepts.
-pub const MATVEC_WG: u32 = 256;
-pub const MATVEC_LANES: u32 = 64;
+/// Rows per matmul workgroup and invocations per dequant/gather workgroup (`ops/*.wgsl`).
+pub const MATMUL_ROWS: usize = 4;
+pub const WORDS_WG: usize = 64;
+/// Invocations per matmul workgroup, and the largest subgroup the subgroup variant accepts.
+pub const MATMUL_WG: u32 = 256;
+pub const MATMUL_LANES: u32 = 64;
+/// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
+/// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).
+pub const MAX_COLUMNS: usize = 8;
 
 /// An operation a kernel implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
+    /// Every weight's exact word, C order.
     Dequant,
-    Matvec,
+    /// `Y = W X` for 1..=8 activation columns (one column: matvec).
+    Matmul,
+    /// The exact words of requested rows, in request order.
+    Gather,
 }
 
 /// How a kernel reduces: portable workgroup memory, or subgroup operations where offered.
@@ -52,12 +62,24 @@ pub enum Codec {
     GgufBlocks,
 }
 
+/// What a format applies once per row, after a row's sum (or to each dequantized weight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RowRule {
+    /// Nothing: the chunk's affine map is the whole weight.
+    None,
+    /// fp8 rows: one multiplier per row (bf16 or binary16).
+    Multiplier,
+    /// nvfp4: an FP32 divisor per stacked source matrix.
+    Divisor,
+}
+
 impl Op {
-    pub const ALL: [Op; 2] = [Op::Dequant, Op::Matvec];
+    pub const ALL: [Op; 3] = [Op::Dequant, Op::Matmul, Op::Gather];
     pub fn name(self) -> &'static str {
         match self {
             Op::Dequant => "dequant",
-            Op::Matvec => "matvec",
+            Op::Matmul => "matmul",
+            Op::Gather => "gather",
         }
     }
 }
@@ -72,15 +94,35 @@ impl Variant {
     }
 }
 
+impl RowRule {
+    pub const ALL: [RowRule; 3] = [RowRule::None, RowRule::Multiplier, RowRule::Divisor];
+
+    pub fn for_format(format: Format) -> RowRule {
+        match format.category() {
+            Category::DirectFloat | Category::DirectInt | Category::Grouped | Category::GgufBlock => RowRule::None,
+            Category::RowScaledFloat => RowRule::Multiplier,
+            Category::BlockScaledFloat => RowRule::Divisor,
+        }
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            RowRule::None => "ROW_NONE",
+            RowRule::Multiplier => "ROW_MULTIPLIER",
+            RowRule::Divisor => "ROW_DIVISOR",
+        }
+    }
+}
+
 impl Codec {
-    /// The codec of a format; `None` where no kernel exists yet (k-quants and i-quants).
-    pub fn for_format(format: Format) -> Option<Codec> {
+    /// Every format has a codec: the family of the layouts it may be stored in.
+    pub fn for_format(format: Format) -> Codec {
         match format.spec().layouts[0] {
-            Layout::ContiguousLeV1 => Some(Codec::Contiguous),
-            Layout::RowSplitK128V1 => Some(Codec::RowSplit),
-            Layout::BlockScaleK16M128x4V1 => Some(Codec::BlockScale),
-            Layout::RowScaleV1 | Layout::RowInterleavedV1 => Some(Codec::Fp8Rows),
-            Layout::GgufBlocksV1 => gguf_kind(format).map(|_| Codec::GgufBlocks),
+            Layout::ContiguousLeV1 => Codec::Contiguous,
+            Layout::RowSplitK128V1 => Codec::RowSplit,
+            Layout::BlockScaleK16M128x4V1 => Codec::BlockScale,
+            Layout::RowScaleV1 | Layout::RowInterleavedV1 => Codec::Fp8Rows,
+            Layout::GgufBlocksV1 => Codec::GgufBlocks,
         }
     }
 
@@ -92,6 +134,31 @@ impl Codec {
             Codec::Fp8Rows => CODEC_FP8_ROWS,
             Codec::GgufBlocks => CODEC_GGUF_BLOCKS,
         }
+    }
+}
+
+/// Whether the format's affine map subtracts an offset (`a q - b`, ggml's "min" k-quants).
+pub fn has_offset(format: Format) -> bool {
+    use Format::*;
+    match format {
+        GgufQ2K | GgufQ4K | GgufQ5K => true,
+        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufQ3K | GgufQ6K => false,
+        GgufIq2Xxs | GgufIq2Xs | GgufIq2S | GgufIq3Xxs | GgufIq3S | GgufIq1S | GgufIq1M | GgufIq4Xs => false,
+        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 => false,
+        Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => false,
+    }
+}
+
+/// The flag `codecs/gguf_blocks.wgsl` tests for a ggml block format: `IS_` and its ggml name
+/// (`gguf_q4_k` → `IS_Q4_K`), or `None` for formats outside the family.
+pub fn gguf_flag(format: Format) -> Option<String> {
+    match format.category() {
+        Category::GgufBlock => Some(format!("IS_{}", format.name().trim_start_matches("gguf_").to_uppercase())),
+        Category::DirectFloat
+        | Category::DirectInt
+        | Category::Grouped
+        | Category::BlockScaledFloat
+        | Category::RowScaledFloat => None,
     }
 }
 
@@ -110,37 +177,11 @@ impl KernelKey {
 
     pub fn entry_point(&self) -> &'static str {
         match (self.op, self.variant) {
-            (Op::Dequant, _) => "dequant",
-            (Op::Matvec, Variant::Workgroup) => "matvec",
-            (Op::Matvec, Variant::Subgroup) => "matvec_subgroup",
+            (Op::Dequant, Variant::Workgroup | Variant::Subgroup) => "dequant",
+            (Op::Gather, Variant::Workgroup | Variant::Subgroup) => "gather",
+            (Op::Matmul, Variant::Workgroup) => "matmul",
+            (Op::Matmul, Variant::Subgroup) => "matmul_subgroup",
         }
-    }
-}
-
-/// The inner decoder of `codecs/gguf_blocks.wgsl` for a ggml block format (its `KIND_*`
-/// constants): every gguf_* format.
-pub fn gguf_kind(format: Format) -> Option<u32> {
-    use Format::*;
-    match format {
-        GgufQ8_0 => Some(0),
-        GgufQ4_0 => Some(1),
-        GgufQ5_0 => Some(2),
-        GgufIq4Nl => Some(3),
-        GgufQ2_0 => Some(4),
-        GgufQ4K => Some(5),
-        GgufQ5K => Some(6),
-        GgufQ6K => Some(7),
-        GgufQ2K => Some(8),
-        GgufQ3K => Some(9),
-        GgufIq2Xxs => Some(10),
-        GgufIq2Xs => Some(11),
-        GgufIq2S => Some(12),
-        GgufIq3Xxs => Some(13),
-        GgufIq3S => Some(14),
-        GgufIq1S => Some(15),
-        GgufIq1M => Some(16),
-        GgufIq4Xs => Some(17),
-        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4 | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
     }
 }
 
@@ -156,62 +197,88 @@ pub fn gguf_grid(format: Format) -> Option<Vec<u32>> {
         Format::GgufIq3Xxs => Some(IQ3XXS_GRID.to_vec()),
         Format::GgufIq3S => Some(IQ3S_GRID.to_vec()),
         Format::GgufIq1S | Format::GgufIq1M => Some(split(&IQ1S_GRID)),
-        Format::GgufQ8_0 | Format::GgufQ4_0 | Format::GgufQ5_0 | Format::GgufQ2_0 | Format::GgufIq4Nl | Format::GgufIq4Xs => None,
+        Format::GgufQ8_0
+        | Format::GgufQ4_0
+        | Format::GgufQ5_0
+        | Format::GgufQ2_0
+        | Format::GgufIq4Nl
+        | Format::GgufIq4Xs => None,
         Format::GgufQ2K | Format::GgufQ3K | Format::GgufQ4K | Format::GgufQ5K | Format::GgufQ6K => None,
-        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::Q2G64Fp16 | Format::Q4G64Fp16 | Format::Q5G64Fp16 | Format::Q6G64Fp16 | Format::Q8G32Fp16 | Format::T2G128Fp16 => None,
+        Format::Bf16
+        | Format::Fp32
+        | Format::Int32
+        | Format::Q2G64Fp16
+        | Format::Q4G64Fp16
+        | Format::Q5G64Fp16
+        | Format::Q6G64Fp16
+        | Format::Q8G32Fp16
+        | Format::T2G128Fp16 => None,
         Format::Nvfp4 | Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => None,
     }
 }
 
-/// The format's WGSL constants, written from the registry.
-fn constants(format: Format) -> Result<String> {
-    let mut s = format!("// {format}: constants generated from the format registry.\n");
-    let spec = format.spec();
-    let unsupported = || Error::Unsupported(format!("{format} has no WGSL codec"));
-    match spec.geometry {
-        Geometry::Direct { bytes } => writeln!(s, "const WORD_BYTES: u32 = {bytes}u;"),
+/// The kernel's WGSL constants, written from the registry.
+pub fn constants(key: KernelKey) -> Result<String> {
+    let format = key.format;
+    let mut s = format!("// {}: constants generated from the format registry (src/gpu/kernels.rs).\n", key.label());
+    let w = |e: std::fmt::Error| Error::Unsupported(format!("writing {format}'s constants: {e}"));
+    let rule = RowRule::for_format(format);
+    for r in RowRule::ALL {
+        writeln!(s, "const {}: bool = {};", r.flag(), r == rule).map_err(w)?;
+    }
+    let direct = matches!(format.category(), Category::DirectFloat | Category::DirectInt);
+    writeln!(s, "const LEVELS_ARE_WORDS: bool = {direct};\nconst HAS_OFFSET: bool = {};", has_offset(format))
+        .map_err(w)?;
+    match format.spec().geometry {
+        Geometry::Direct { bytes } => writeln!(s, "const WORD_BYTES: u32 = {bytes}u;").map_err(w)?,
         Geometry::Grouped { group, mapping, .. } => {
-            let p = row_split::plane_spec(format).ok_or_else(unsupported)?;
+            let p = row_split::plane_spec(format)
+                .ok_or_else(|| Error::Unsupported(format!("{format} has no row_split plane spec")))?;
             let base_bits = 8 * p.base_bytes / group;
             let high_bits = 8 * p.high_bytes / group;
-            writeln!(
-                s,
-                "const GROUP: u32 = {group}u;\nconst CODE_BITS: u32 = {}u;\nconst BASE_BITS: u32 = {base_bits}u;\nconst HIGH_BITS: u32 = {high_bits}u;\nconst OFFSET_ONE: bool = {};",
-                p.code_bits,
-                mapping == CodeMapping::OffsetOne
-            )
+            let offset_one = match mapping {
+                CodeMapping::OffsetOne => true,
+                CodeMapping::TwosComplement => false,
+            };
+            writeln!(s, "const GROUP: u32 = {group}u;\nconst CODE_BITS: u32 = {}u;\nconst BASE_BITS: u32 = {base_bits}u;\nconst HIGH_BITS: u32 = {high_bits}u;\nconst OFFSET_ONE: bool = {offset_one};", p.code_bits).map_err(w)?
         }
-        Geometry::BlockScaled { .. } => Ok(()),
-        Geometry::RowScaled { scale } => writeln!(s, "const SCALE_BF16: bool = {};", scale == ScaleWord::Bf16),
+        Geometry::BlockScaled { .. } => {}
+        Geometry::RowScaled { scale } => {
+            let bf16 = match scale {
+                ScaleWord::Bf16 => true,
+                ScaleWord::Binary16 => false,
+            };
+            writeln!(s, "const SCALE_BF16: bool = {bf16};").map_err(w)?
+        }
         Geometry::Block { values, bytes } => {
-            let kind = gguf_kind(format).ok_or_else(unsupported)?;
-            writeln!(s, "const BLOCK_VALUES: u32 = {values}u;\nconst BLOCK_BYTES: u32 = {bytes}u;\nconst GGUF_KIND: u32 = {kind}u;")
+            writeln!(s, "const BLOCK_VALUES: u32 = {values}u;\nconst BLOCK_BYTES: u32 = {bytes}u;").map_err(w)?;
+            // One flag per ggml type of the registry, exactly one true.
+            for other in Format::ALL {
+                if let Some(flag) = gguf_flag(other) {
+                    writeln!(s, "const {flag}: bool = {};", other == format).map_err(w)?;
+                }
+            }
         }
     }
-    .map_err(|e| Error::Unsupported(e.to_string()))?;
+    s.push_str(&super::params::wgsl());
     Ok(s)
 }
 
 /// The complete WGSL module for one kernel.
 pub fn assemble(key: KernelKey) -> Result<String> {
-    let codec = Codec::for_format(key.format).ok_or_else(|| Error::Unsupported(format!("{}: no kernel yet", key.format)))?;
     // No `enable subgroups;` line: naga (wgpu's native front end) does not accept that directive
     // yet and enables subgroup builtins through the device's SUBGROUP feature instead. A browser
     // build, whose WGSL goes to the browser's own compiler, must prepend it.
-    let mut s = String::new();
-    s.push_str(&constants(key.format)?);
-    for part in [COMMON, codec.source()] {
-        s.push_str(part);
+    let mut s = constants(key)?;
+    let op: &[&str] = match (key.op, key.variant) {
+        (Op::Dequant, Variant::Workgroup | Variant::Subgroup) => &[OP_WEIGHTS, OP_DEQUANT],
+        (Op::Gather, Variant::Workgroup | Variant::Subgroup) => &[OP_WEIGHTS, OP_GATHER],
+        (Op::Matmul, Variant::Workgroup) => &[OP_MATMUL],
+        (Op::Matmul, Variant::Subgroup) => &[OP_MATMUL, OP_MATMUL_SUBGROUP],
+    };
+    for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
         s.push('\n');
-    }
-    match (key.op, key.variant) {
-        (Op::Dequant, _) => s.push_str(OP_DEQUANT),
-        (Op::Matvec, Variant::Workgroup) => s.push_str(OP_MATVEC),
-        (Op::Matvec, Variant::Subgroup) => {
-            s.push_str(OP_MATVEC);
-            s.push('\n');
-            s.push_str(OP_MATVEC_SUBGROUP);
-        }
+        s.push_str(part);
     }
     Ok(s)
 }
@@ -219,4 +286,45 @@ pub fn assemble(key: KernelKey) -> Result<String> {
 /// The probe modules: (name, WGSL, needs subgroups).
 pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
     vec![("subnormal", PROBE.to_string(), false), ("subgroup_layout", format!("{PROBE}\n{PROBE_SUBGROUP}"), true)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(text: &str) -> Vec<(String, bool)> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("const ")?.split_once(": bool = "))
+            .map(|(name, v)| (name.to_string(), v.trim_end_matches(';') == "true"))
+            .collect()
+    }
+
+    #[test]
+    fn exactly_one_row_rule_and_one_gguf_decoder_flag_is_set_per_format() {
+        for format in Format::ALL {
+            let text = constants(KernelKey { format, op: Op::Dequant, variant: Variant::Workgroup }).unwrap();
+            let f = flags(&text);
+            let row = f.iter().filter(|(n, v)| n.starts_with("ROW_") && *v).count();
+            assert_eq!(row, 1, "{format}: one ROW_* flag");
+            let gguf: Vec<_> = f.iter().filter(|(n, _)| n.starts_with("IS_")).collect();
+            match format.category() {
+                Category::GgufBlock => {
+                    assert_eq!(gguf.iter().filter(|(_, v)| *v).count(), 1, "{format}: one IS_* flag");
+                    assert_eq!(gguf.len(), Format::ALL.iter().filter(|f| f.category() == Category::GgufBlock).count());
+                }
+                _ => assert!(gguf.is_empty(), "{format}: no gguf flags"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_gguf_flag_has_a_decoder_in_the_codec() {
+        for format in Format::ALL {
+            if let Some(flag) = gguf_flag(format) {
+                let tests = CODEC_GGUF_BLOCKS.matches(&format!("if {flag} ")).count()
+                    + CODEC_GGUF_BLOCKS.matches(&format!("|| {flag} ")).count();
+                assert_eq!(tests, 2, "{flag}: tested once by chunk_levels and once by chunk_affine");
+            }
+        }
+    }
 }

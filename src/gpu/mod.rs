@@ -1,21 +1,31 @@
 //! The GPU host: open an adapter with its real limits, upload payloads unchanged, run kernels.
 //!
-//! Device setup (`Gpu::open`) is separate from the work (`Gpu::dequant`, `Gpu::matvec`,
-//! `Gpu::prepare`), so tests and the CLI share one device and its pipeline cache.
+//! The API is async first: every call that waits on the device (`Gpu::open`, `upload`,
+//! `dequant`, `matmul`, `gather`, read-back) is an `async fn`, so a browser can await it on its
+//! event loop. Nothing on these paths blocks or reads a clock: on native targets the only wait is
+//! the device poll that drives a buffer mapping (the browser drives it itself), and blocking
+//! wrappers live in [`crate::native`], which only the CLI, tests and benches use.
+//!
+//! Device setup (`Gpu::open`) is separate from the work, so tests and the CLI share one device
+//! and its pipeline cache; planning (`plan`) is pure and separate from creating objects
+//! (`dispatch`).
 
 pub mod capability;
 mod dispatch;
 pub mod kernels;
+pub mod params;
+pub mod plan;
 pub mod platform;
 mod tensor;
 
 pub use dispatch::Prepared;
-pub use kernels::{Op, Variant};
+pub use kernels::{Op, Variant, MAX_COLUMNS};
 pub use platform::Platform;
 pub use tensor::GpuTensor;
 
 use crate::error::{Error, Result};
 use kernels::KernelKey;
+use plan::{PlanLimits, Request};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -73,20 +83,32 @@ fn preference(info: &wgpu::AdapterInfo) -> (u8, u8) {
 }
 
 /// Every adapter the machine offers, in preference order.
-pub fn adapters() -> Vec<AdapterEntry> {
-    let mut list: Vec<AdapterEntry> = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
+pub async fn adapters() -> Vec<AdapterEntry> {
+    let mut list: Vec<AdapterEntry> = instance()
+        .enumerate_adapters(wgpu::Backends::all())
+        .await
         .into_iter()
         .filter(|a| a.get_info().backend != wgpu::Backend::Noop)
-        .map(|adapter| AdapterEntry { platform: Platform::from_adapter(&adapter.get_info(), adapter.features(), &adapter.limits()), adapter })
+        .map(|adapter| AdapterEntry {
+            platform: Platform::from_adapter(&adapter.get_info(), adapter.features(), &adapter.limits()),
+            adapter,
+        })
         .collect();
     list.sort_by_key(|a| preference(&a.adapter.get_info()));
     list
 }
 
-/// Whether `selector` names this adapter: its backend, or a substring of its name or driver.
+/// Whether `selector` names this adapter: its backend, a substring of its name or driver, or
+/// `backend/substring` for both (`vulkan/llvmpipe` is lavapipe, not GL's llvmpipe).
 pub fn selector_matches(selector: &str, platform: &Platform) -> bool {
     let s = selector.to_lowercase();
-    platform.backend.to_lowercase() == s || platform.name.to_lowercase().contains(&s) || platform.driver.to_lowercase().contains(&s) || platform.driver_info.to_lowercase().contains(&s)
+    if let Some((backend, name)) = s.split_once('/') {
+        return platform.backend.to_lowercase() == backend && selector_matches(name, platform);
+    }
+    platform.backend.to_lowercase() == s
+        || platform.name.to_lowercase().contains(&s)
+        || platform.driver.to_lowercase().contains(&s)
+        || platform.driver_info.to_lowercase().contains(&s)
 }
 
 /// An open device with its platform facts and pipeline cache.
@@ -101,28 +123,36 @@ pub struct Gpu {
     lost: Arc<AtomicBool>,
 }
 
-/// Storage buffers one kernel binds: three payload planes, x and the output.
+/// Storage buffers one kernel binds: three payload planes, the op's input and the output.
 const STORAGE_BINDINGS: u32 = 5;
 
 impl Gpu {
     /// Opens the adapter chosen by `options.adapter`, else by `NINFER_WGPU_ADAPTER`, else the
     /// most preferred one, with the adapter's own limits and the optional features we use.
-    pub fn open(options: &GpuOptions) -> Result<Gpu> {
-        let selector = options.adapter.clone().or_else(|| std::env::var(ADAPTER_ENV).ok().filter(|s| !s.is_empty()));
-        let list = adapters();
+    /// (The environment is read on native targets only; a browser has none.)
+    pub async fn open(options: &GpuOptions) -> Result<Gpu> {
+        #[cfg(not(target_arch = "wasm32"))]
+        let from_env = std::env::var(ADAPTER_ENV).ok().filter(|s| !s.is_empty());
+        #[cfg(target_arch = "wasm32")]
+        let from_env = None;
+        let selector = options.adapter.clone().or(from_env);
+        let list = adapters().await;
         if list.is_empty() {
             return Err(Error::Gpu("no GPU adapter found (install a Vulkan or GL driver; on a CPU-only machine Mesa's lavapipe or llvmpipe)".into()));
         }
         let entry = match &selector {
             Some(s) => list.iter().find(|a| selector_matches(s, &a.platform)).ok_or_else(|| {
-                Error::Gpu(format!("no adapter matches `{s}`; available: {}", list.iter().map(|a| a.platform.summary()).collect::<Vec<_>>().join("; ")))
+                Error::Gpu(format!(
+                    "no adapter matches `{s}`; available: {}",
+                    list.iter().map(|a| a.platform.summary()).collect::<Vec<_>>().join("; ")
+                ))
             })?,
             None => &list[0],
         };
-        Gpu::from_adapter(entry, options)
+        Gpu::from_adapter(entry, options).await
     }
 
-    fn from_adapter(entry: &AdapterEntry, options: &GpuOptions) -> Result<Gpu> {
+    async fn from_adapter(entry: &AdapterEntry, options: &GpuOptions) -> Result<Gpu> {
         let adapter = &entry.adapter;
         let mut limits = adapter.limits();
         if limits.max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
@@ -132,8 +162,13 @@ impl Gpu {
                 limits.max_storage_buffers_per_shader_stage
             )));
         }
-        if limits.max_compute_invocations_per_workgroup < kernels::MATVEC_WG {
-            return Err(Error::Unsupported(format!("{} allows {} invocations per workgroup; matvec uses {}", entry.platform.summary(), limits.max_compute_invocations_per_workgroup, kernels::MATVEC_WG)));
+        if limits.max_compute_invocations_per_workgroup < kernels::MATMUL_WG {
+            return Err(Error::Unsupported(format!(
+                "{} allows {} invocations per workgroup; matmul uses {}",
+                entry.platform.summary(),
+                limits.max_compute_invocations_per_workgroup,
+                kernels::MATMUL_WG
+            )));
         }
         if let Some(cap) = options.max_binding {
             limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
@@ -145,24 +180,39 @@ impl Gpu {
             limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));
         }
         let features = adapter.features() & (wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16);
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("ninfer-wgpu"),
-            required_features: features,
-            required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| Error::Gpu(format!("requesting a device from {}: {e}", entry.platform.summary())))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("ninfer-wgpu"),
+                required_features: features,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::Gpu(format!("requesting a device from {}: {e}", entry.platform.summary())))?;
         let lost = Arc::new(AtomicBool::new(false));
         let flag = lost.clone();
         device.set_device_lost_callback(move |_, _| flag.store(true, Ordering::SeqCst));
         let mut platform = Platform::from_adapter(&adapter.get_info(), device.features(), &device.limits());
         platform.features = entry.platform.features.clone();
         let layout = dispatch::bind_group_layout(&device);
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("ninfer-wgpu kernels"), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
-        let mut gpu = Gpu { device, queue, platform, layout, pipeline_layout, pipelines: Mutex::new(HashMap::new()), grids: Mutex::new(HashMap::new()), lost };
-        gpu.platform.probes = dispatch::run_probes(&gpu)?;
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("ninfer-wgpu kernels"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let mut gpu = Gpu {
+            device,
+            queue,
+            platform,
+            layout,
+            pipeline_layout,
+            pipelines: Mutex::new(HashMap::new()),
+            grids: Mutex::new(HashMap::new()),
+            lost,
+        };
+        gpu.platform.probes = dispatch::run_probes(&gpu).await?;
         Ok(gpu)
     }
 
@@ -183,7 +233,7 @@ impl Gpu {
         self.platform.limits.max_storage_buffer_binding_size
     }
 
-    fn check_alive(&self) -> Result<()> {
+    pub(crate) fn check_alive(&self) -> Result<()> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(Error::Gpu("the device was lost; open it again".into()));
         }
@@ -191,13 +241,15 @@ impl Gpu {
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes and returns its first error.
-    fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    /// Used where wgpu reports a failure only through a scope: compiling, allocating, binding,
+    /// submitting.
+    async fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
         self.check_alive()?;
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
-        let v = pollster::block_on(validation.pop());
-        let o = pollster::block_on(oom.pop());
+        let v = validation.pop().await;
+        let o = oom.pop().await;
         if let Some(e) = v.or(o) {
             return Err(Error::Gpu(format!("{what}: {e}")));
         }
@@ -206,54 +258,106 @@ impl Gpu {
     }
 
     /// The compiled pipeline of a kernel, built once per device.
-    fn pipeline(&self, key: KernelKey) -> Result<wgpu::ComputePipeline> {
-        let mut cache = self.pipelines.lock().map_err(|_| Error::Gpu("pipeline cache poisoned by an earlier panic".into()))?;
-        if let Some(p) = cache.get(&key) {
+    async fn pipeline(&self, key: KernelKey) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self
+            .pipelines
+            .lock()
+            .map_err(|_| Error::Gpu("pipeline cache poisoned by an earlier panic".into()))?
+            .get(&key)
+        {
             return Ok(p.clone());
         }
         let source = kernels::assemble(key)?;
         let label = key.label();
-        let pipeline = self.scoped(&format!("compiling {label}"), || {
-            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(source.into()) });
-            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&label),
-                layout: Some(&self.pipeline_layout),
-                module: &module,
-                entry_point: Some(key.entry_point()),
-                compilation_options: Default::default(),
-                cache: None,
+        let pipeline = self
+            .scoped(&format!("compiling {label}"), || {
+                let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&label),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                });
+                self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&label),
+                    layout: Some(&self.pipeline_layout),
+                    module: &module,
+                    entry_point: Some(key.entry_point()),
+                    // Every kernel writes its workgroup slots before reading them, so wgpu's
+                    // zero-fill is only cost: on GL it becomes an array constructor of one value per
+                    // slot, and Mesa then takes a minute to compile the 8 KiB matmul array (4 s
+                    // without it). Browsers zero-fill regardless.
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        zero_initialize_workgroup_memory: false,
+                        ..Default::default()
+                    },
+                    cache: None,
+                })
             })
-        })?;
-        cache.insert(key, pipeline.clone());
+            .await?;
+        self.pipelines
+            .lock()
+            .map_err(|_| Error::Gpu("pipeline cache poisoned by an earlier panic".into()))?
+            .insert(key, pipeline.clone());
         Ok(pipeline)
     }
 
     /// The i-quant grid of `format` on this device (uploaded once), or `None` for formats
     /// without one.
-    fn grid_buffer(&self, format: crate::Format) -> Result<Option<wgpu::Buffer>> {
+    async fn grid_buffer(&self, format: crate::Format) -> Result<Option<wgpu::Buffer>> {
         let Some(words) = kernels::gguf_grid(format) else { return Ok(None) };
-        let mut grids = self.grids.lock().map_err(|_| Error::Gpu("grid cache poisoned by an earlier panic".into()))?;
-        if let Some(b) = grids.get(&format) {
+        if let Some(b) =
+            self.grids.lock().map_err(|_| Error::Gpu("grid cache poisoned by an earlier panic".into()))?.get(&format)
+        {
             return Ok(Some(b.clone()));
         }
-        let buffer = self.scoped("uploading an i-quant grid", || {
-            wgpu::util::DeviceExt::create_buffer_init(&self.device, &wgpu::util::BufferInitDescriptor { label: Some("i-quant grid"), contents: bytemuck::cast_slice(&words), usage: wgpu::BufferUsages::STORAGE })
-        })?;
-        grids.insert(format, buffer.clone());
+        let buffer = self
+            .scoped("uploading an i-quant grid", || {
+                wgpu::util::DeviceExt::create_buffer_init(
+                    &self.device,
+                    &wgpu::util::BufferInitDescriptor {
+                        label: Some("i-quant grid"),
+                        contents: bytemuck::cast_slice(&words),
+                        usage: wgpu::BufferUsages::STORAGE,
+                    },
+                )
+            })
+            .await?;
+        self.grids
+            .lock()
+            .map_err(|_| Error::Gpu("grid cache poisoned by an earlier panic".into()))?
+            .insert(format, buffer.clone());
         Ok(Some(buffer))
     }
 
-    /// Waits for all submitted work.
+    /// Drives the device until submitted work and pending mappings complete. Native only:
+    /// there a mapping resolves when the device is polled; a browser resolves it on its own.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn wait(&self) -> Result<()> {
-        self.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: None, timeout: None })
+            .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
         self.check_alive()
     }
 
-    /// Copies `bytes` bytes of `buffer` from `offset` back to the host.
-    pub fn read_back(&self, buffer: &wgpu::Buffer, offset: u64, bytes: u64) -> Result<Vec<u8>> {
-        let staging = self.scoped("allocating a read-back buffer", || {
-            self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("read back"), size: bytes.max(4), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
-        })?;
+    fn drive(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.wait()?;
+        Ok(())
+    }
+
+    /// Copies `bytes` bytes of `buffer` from `offset` back to the host (`map_async`, awaited).
+    pub async fn read_back(&self, buffer: &wgpu::Buffer, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self
+            .scoped("allocating a read-back buffer", || {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("read back"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .await?;
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes);
         self.queue.submit([encoder.finish()]);
@@ -261,9 +365,15 @@ impl Gpu {
         staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        self.wait()?;
-        pollster::block_on(rx).map_err(|_| Error::Gpu("read-back mapping was cancelled".into()))?.map_err(|e| Error::Gpu(format!("mapping the read-back buffer: {e}")))?;
-        let view = staging.slice(..bytes).get_mapped_range().map_err(|e| Error::Gpu(format!("reading the mapped buffer: {e}")))?;
+        self.drive()?;
+        rx.await
+            .map_err(|_| Error::Gpu("read-back mapping was cancelled".into()))?
+            .map_err(|e| Error::Gpu(format!("mapping the read-back buffer: {e}")))?;
+        self.check_alive()?;
+        let view = staging
+            .slice(..bytes)
+            .get_mapped_range()
+            .map_err(|e| Error::Gpu(format!("reading the mapped buffer: {e}")))?;
         let out = view.to_vec();
         drop(view);
         staging.unmap();
@@ -271,33 +381,112 @@ impl Gpu {
     }
 
     /// Uploads a payload unchanged (see [`GpuTensor`]).
-    pub fn upload(&self, tensor: &crate::EncodedTensor) -> Result<GpuTensor> {
-        GpuTensor::upload(self, tensor)
+    pub async fn upload(&self, tensor: &crate::EncodedTensor<'_>) -> Result<GpuTensor> {
+        GpuTensor::upload(self, tensor).await
+    }
+
+    /// The limits pass planning respects on this device.
+    pub fn plan_limits(&self) -> PlanLimits {
+        let l = &self.platform.limits;
+        PlanLimits {
+            max_binding: l.max_storage_buffer_binding_size,
+            max_buffer: l.max_buffer_size,
+            align: l.min_storage_buffer_offset_alignment as u64,
+            max_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
+        }
     }
 
     /// Dequantizes on the GPU: the exact binary32 words (int32: the integer words), C order.
-    pub fn dequant(&self, tensor: &GpuTensor) -> Result<Vec<u32>> {
-        let variant = Variant::Workgroup;
-        let prepared = self.prepare(tensor, Op::Dequant, variant, None)?;
-        prepared.run_and_read(self)
+    pub async fn dequant(&self, tensor: &GpuTensor) -> Result<Vec<u32>> {
+        self.prepare(tensor, Request::Dequant, Variant::Workgroup, &[]).await?.run_and_read(self).await
     }
 
-    /// `y = W x` on the GPU with the fastest supported variant.
-    pub fn matvec(&self, tensor: &GpuTensor, x: &[f32]) -> Result<Vec<f32>> {
-        let variant = capability::best_variant(tensor.desc().format, Op::Matvec, &self.platform);
-        self.matvec_with(tensor, x, variant)
+    /// `Y = W X` with the fastest supported variant: `xs` holds `columns` activation vectors of K
+    /// values back to back; the result holds `columns` vectors of N outputs back to back.
+    pub async fn matmul(&self, tensor: &GpuTensor, xs: &[f32], columns: usize) -> Result<Vec<f32>> {
+        let variant = capability::best_variant(tensor.desc().format, Op::Matmul, &self.platform);
+        self.matmul_with(tensor, xs, columns, variant).await
     }
 
-    /// `y = W x` with a chosen variant (tests run every supported one).
-    pub fn matvec_with(&self, tensor: &GpuTensor, x: &[f32], variant: Variant) -> Result<Vec<f32>> {
-        let prepared = self.prepare(tensor, Op::Matvec, variant, Some(x))?;
-        Ok(prepared.run_and_read(self)?.into_iter().map(f32::from_bits).collect())
+    /// `Y = W X` with a chosen variant (tests run every supported one).
+    pub async fn matmul_with(
+        &self,
+        tensor: &GpuTensor,
+        xs: &[f32],
+        columns: usize,
+        variant: Variant,
+    ) -> Result<Vec<f32>> {
+        let prepared = self.prepare(tensor, Request::Matmul { columns }, variant, xs).await?;
+        Ok(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits).collect())
     }
 
-    /// Plans an op once (capability check, windows, bind groups) for repeated runs.
-    pub fn prepare(&self, tensor: &GpuTensor, op: Op, variant: Variant, x: Option<&[f32]>) -> Result<Prepared> {
+    /// The exact words of `rows` (request order, repeats allowed): what dequant gives for them.
+    pub async fn gather(&self, tensor: &GpuTensor, rows: &[u32]) -> Result<Vec<u32>> {
+        self.prepare(tensor, Request::Gather { rows }, Variant::Workgroup, &[]).await?.run_and_read(self).await
+    }
+
+    /// Plans an op once (capability check, argument checks, windows, bind groups) for repeated
+    /// runs. `xs` is matmul's activation columns (empty for the other ops). Every refusal comes
+    /// before anything is allocated or dispatched.
+    pub async fn prepare(
+        &self,
+        tensor: &GpuTensor,
+        request: Request<'_>,
+        variant: Variant,
+        xs: &[f32],
+    ) -> Result<Prepared> {
         let desc = tensor.desc();
+        let op = request.op();
         capability::check(desc.format, desc.layout, op, variant, Some(&self.platform))?;
-        Prepared::new(self, tensor, op, variant, x)
+        let columns = match request {
+            Request::Matmul { columns } => columns,
+            Request::Dequant | Request::Gather { .. } => 1,
+        };
+        let k = match (op, desc.shape.as_slice()) {
+            (Op::Dequant, _) => 0,
+            (Op::Matmul | Op::Gather, [_, k]) => *k,
+            (Op::Matmul | Op::Gather, s) => {
+                return Err(Error::Unsupported(format!("{} needs a rank-2 [N, K] tensor, got shape {s:?}", op.name())))
+            }
+        };
+        match op {
+            Op::Matmul => {
+                if columns == 0 || columns > MAX_COLUMNS {
+                    return Err(Error::Unsupported(format!(
+                        "matmul takes 1..={MAX_COLUMNS} activation columns, got {columns}"
+                    )));
+                }
+                if xs.len() != k * columns {
+                    return Err(Error::Shape {
+                        layout: desc.layout.name(),
+                        rule: "x holds J columns of K values",
+                        detail: format!("J = {columns}, K = {k}: expected {} values, got {}", k * columns, xs.len()),
+                    });
+                }
+            }
+            Op::Dequant | Op::Gather => {
+                if !xs.is_empty() {
+                    return Err(Error::Unsupported(format!("{} takes no activation", op.name())));
+                }
+            }
+        }
+        let plan = plan::plan(desc.format, tensor.geometry(), request, &self.plan_limits(), tensor.buffer().size())?;
+        // The kernel reads each column zero-padded to whole chunks; gather reads its pairs.
+        let input: Vec<u32> = match op {
+            Op::Matmul => {
+                let padded = plan.x_words as usize / columns;
+                let mut words = vec![0u32; plan.x_words as usize];
+                for (j, column) in xs.chunks_exact(k.max(1)).enumerate().take(columns) {
+                    for (w, x) in words[j * padded..].iter_mut().zip(column) {
+                        *w = x.to_bits();
+                    }
+                }
+                words
+            }
+            Op::Gather => plan.index.clone(),
+            Op::Dequant => Vec::new(),
+        };
+        let key = KernelKey { format: desc.format, op, variant };
+        Prepared::create(self, tensor, key, &plan, &input).await
     }
 }

@@ -15,7 +15,7 @@ pub struct GpuTensor {
 }
 
 impl GpuTensor {
-    pub(super) fn upload(gpu: &Gpu, tensor: &EncodedTensor) -> Result<GpuTensor> {
+    pub(super) async fn upload(gpu: &Gpu, tensor: &EncodedTensor<'_>) -> Result<GpuTensor> {
         let desc = tensor.desc().clone();
         // Refuse before allocating anything: a format with no kernel cannot be used here.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
@@ -28,14 +28,16 @@ impl GpuTensor {
                 desc.format
             )));
         }
-        let buffer = gpu.scoped("allocating the payload buffer", || {
-            gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some(&format!("{} payload", desc.format)),
-                size: padded.max(4),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
+        let buffer = gpu
+            .scoped("allocating the payload buffer", || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("{} payload", desc.format)),
+                    size: padded.max(4),
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
             })
-        })?;
+            .await?;
         let whole = payload.len() / 4 * 4;
         if whole > 0 {
             gpu.queue().write_buffer(&buffer, 0, &payload[..whole]);

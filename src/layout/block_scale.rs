@@ -39,7 +39,10 @@ impl Geometry {
             return rule("K % 64 == 0", format!("K = {k}"));
         }
         if divisors == 0 || n % divisors != 0 || !(n / divisors).is_multiple_of(TILE_ROWS) {
-            return rule("divisors >= 1 and N / divisors is a multiple of 128", format!("N = {n}, divisors = {divisors}"));
+            return rule(
+                "divisors >= 1 and N / divisors is a multiple of 128",
+                format!("N = {n}, divisors = {divisors}"),
+            );
         }
         let code_bytes = sized(LAYOUT, n.checked_mul(k).map(|c| c / 2))?;
         let scale_offset = sized(LAYOUT, align_up(code_bytes, PLANE_ALIGN))?;
@@ -84,7 +87,10 @@ impl Geometry {
                 scales.push(payload[self.scale_index(n, g)]);
             }
         }
-        let divisors = payload[self.divisor_offset..].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let divisors = payload[self.divisor_offset..]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         Nvfp4Words { n: self.n, k: self.k, codes, scales, divisors }
     }
 
@@ -118,7 +124,13 @@ impl Geometry {
             })?;
         let target = Geometry::new(&[n, self.k], divisors)?;
         let groups = self.k / GROUP;
-        let mut picked = Nvfp4Words { n, k: self.k, codes: Vec::with_capacity(n * self.k), scales: Vec::with_capacity(n * groups), divisors: Vec::new() };
+        let mut picked = Nvfp4Words {
+            n,
+            k: self.k,
+            codes: Vec::with_capacity(n * self.k),
+            scales: Vec::with_capacity(n * groups),
+            divisors: Vec::new(),
+        };
         for &r in rows {
             picked.codes.extend_from_slice(&words.codes[r * self.k..(r + 1) * self.k]);
             picked.scales.extend_from_slice(&words.scales[r * groups..(r + 1) * groups]);

@@ -22,15 +22,30 @@ impl Geometry {
     pub fn new(format: Format, shape: &[usize]) -> Result<Self> {
         let word_bytes = match format.spec().geometry {
             FormatGeometry::Direct { bytes } => bytes,
-            FormatGeometry::Grouped { .. } | FormatGeometry::BlockScaled { .. } | FormatGeometry::RowScaled { .. } | FormatGeometry::Block { .. } => {
-                return Err(Error::Shape { layout: LAYOUT.name(), rule: "direct formats only", detail: format.to_string() })
+            FormatGeometry::Grouped { .. }
+            | FormatGeometry::BlockScaled { .. }
+            | FormatGeometry::RowScaled { .. }
+            | FormatGeometry::Block { .. } => {
+                return Err(Error::Shape {
+                    layout: LAYOUT.name(),
+                    rule: "direct formats only",
+                    detail: format.to_string(),
+                })
             }
         };
         if shape.len() > MAX_RANK {
-            return Err(Error::Shape { layout: LAYOUT.name(), rule: "rank is 0..16", detail: format!("rank {}", shape.len()) });
+            return Err(Error::Shape {
+                layout: LAYOUT.name(),
+                rule: "rank is 0..16",
+                detail: format!("rank {}", shape.len()),
+            });
         }
         if shape.contains(&0) {
-            return Err(Error::Shape { layout: LAYOUT.name(), rule: "dimensions are positive", detail: format!("shape {shape:?}") });
+            return Err(Error::Shape {
+                layout: LAYOUT.name(),
+                rule: "dimensions are positive",
+                detail: format!("shape {shape:?}"),
+            });
         }
         let elements = sized(LAYOUT, shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)))?;
         let bytes = sized(LAYOUT, elements.checked_mul(word_bytes))?;

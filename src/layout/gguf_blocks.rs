@@ -23,12 +23,23 @@ impl Geometry {
         let (n, k) = matrix(LAYOUT, shape)?;
         let (block_values, block_bytes) = match format.spec().geometry {
             FormatGeometry::Block { values, bytes } => (values, bytes),
-            FormatGeometry::Direct { .. } | FormatGeometry::Grouped { .. } | FormatGeometry::BlockScaled { .. } | FormatGeometry::RowScaled { .. } => {
-                return Err(Error::Shape { layout: LAYOUT.name(), rule: "gguf_* formats only", detail: format.to_string() })
+            FormatGeometry::Direct { .. }
+            | FormatGeometry::Grouped { .. }
+            | FormatGeometry::BlockScaled { .. }
+            | FormatGeometry::RowScaled { .. } => {
+                return Err(Error::Shape {
+                    layout: LAYOUT.name(),
+                    rule: "gguf_* formats only",
+                    detail: format.to_string(),
+                })
             }
         };
         if k % block_values != 0 {
-            return Err(Error::Shape { layout: LAYOUT.name(), rule: "K % block_values == 0", detail: format!("{format} has {block_values}-value blocks; K = {k}") });
+            return Err(Error::Shape {
+                layout: LAYOUT.name(),
+                rule: "K % block_values == 0",
+                detail: format!("{format} has {block_values}-value blocks; K = {k}"),
+            });
         }
         let row_bytes = sized(LAYOUT, (k / block_values).checked_mul(block_bytes))?;
         let bytes = sized(LAYOUT, n.checked_mul(row_bytes))?;

@@ -80,15 +80,27 @@ pub(crate) fn align_up(x: usize, a: usize) -> Option<usize> {
 
 /// Turns an overflowing size computation into a shape error instead of a wrap or a panic.
 pub(crate) fn sized(layout: Layout, v: Option<usize>) -> Result<usize> {
-    v.ok_or_else(|| Error::Shape { layout: layout.name(), rule: "encoded size fits in the address space", detail: "size computation overflows".into() })
+    v.ok_or_else(|| Error::Shape {
+        layout: layout.name(),
+        rule: "encoded size fits in the address space",
+        detail: "size computation overflows".into(),
+    })
 }
 
 /// Rank-two shapes with positive dimensions, as every matrix layout requires.
 pub(crate) fn matrix(layout: Layout, shape: &[usize]) -> Result<(usize, usize)> {
     match shape {
         [n, k] if *n > 0 && *k > 0 => Ok((*n, *k)),
-        [_, _] => Err(Error::Shape { layout: layout.name(), rule: "dimensions are positive", detail: format!("shape {shape:?}") }),
-        _ => Err(Error::Shape { layout: layout.name(), rule: "rank is 2 ([N, K])", detail: format!("shape {shape:?} has rank {}", shape.len()) }),
+        [_, _] => Err(Error::Shape {
+            layout: layout.name(),
+            rule: "dimensions are positive",
+            detail: format!("shape {shape:?}"),
+        }),
+        _ => Err(Error::Shape {
+            layout: layout.name(),
+            rule: "rank is 2 ([N, K])",
+            detail: format!("shape {shape:?} has rank {}", shape.len()),
+        }),
     }
 }
 
@@ -118,7 +130,11 @@ impl PayloadGeometry {
     pub fn new(format: Format, layout: Layout, shape: &[usize], divisors: usize) -> Result<Self> {
         format.check_layout(layout)?;
         if divisors != 1 && format != Format::Nvfp4 {
-            return Err(Error::Shape { layout: layout.name(), rule: "divisors is 1 except for nvfp4", detail: format!("{format} with divisors = {divisors}") });
+            return Err(Error::Shape {
+                layout: layout.name(),
+                rule: "divisors is 1 except for nvfp4",
+                detail: format!("{format} with divisors = {divisors}"),
+            });
         }
         Ok(match layout {
             Layout::ContiguousLeV1 => PayloadGeometry::Contiguous(contiguous::Geometry::new(format, shape)?),
@@ -188,7 +204,9 @@ impl PayloadGeometry {
             PayloadGeometry::BlockScale(g) => LogicalWords::Nvfp4(g.decode(payload)),
             PayloadGeometry::RowScale(g) => LogicalWords::Fp8Row(g.decode(payload)),
             PayloadGeometry::RowInterleaved(g) => LogicalWords::Fp8Row(g.decode(payload)),
-            PayloadGeometry::Gguf(g) => LogicalWords::Blocks(BlockWords { format: g.format, n: g.n, k: g.k, bytes: payload.to_vec() }),
+            PayloadGeometry::Gguf(g) => {
+                LogicalWords::Blocks(BlockWords { format: g.format, n: g.n, k: g.k, bytes: payload.to_vec() })
+            }
         })
     }
 
@@ -198,7 +216,9 @@ impl PayloadGeometry {
             PayloadGeometry::RowSplit(g) => g.describe(offset),
             PayloadGeometry::BlockScale(g) => g.describe(offset),
             PayloadGeometry::RowScale(g) => g.describe(offset),
-            PayloadGeometry::Contiguous(_) | PayloadGeometry::RowInterleaved(_) | PayloadGeometry::Gguf(_) => format!("byte {offset}"),
+            PayloadGeometry::Contiguous(_) | PayloadGeometry::RowInterleaved(_) | PayloadGeometry::Gguf(_) => {
+                format!("byte {offset}")
+            }
         }
     }
 
@@ -227,7 +247,12 @@ impl PayloadGeometry {
         if payload.len() == self.bytes() {
             return Ok(());
         }
-        Err(Error::PayloadSize { layout: self.layout().name(), shape: shape.to_vec(), expected: self.bytes() as u64, actual: payload.len() as u64 })
+        Err(Error::PayloadSize {
+            layout: self.layout().name(),
+            shape: shape.to_vec(),
+            expected: self.bytes() as u64,
+            actual: payload.len() as u64,
+        })
     }
 }
 
@@ -248,7 +273,16 @@ pub fn decode(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> Re
     // that a producer filled differently.
     let canonical = geometry.write(&words)?;
     if let Some(at) = canonical.iter().zip(payload).position(|(a, b)| a != b) {
-        return Err(Error::Padding { layout: geometry.layout().name(), rule: geometry.padding_rule(), location: format!("{}: found {:#04x}, canonical {:#04x}", geometry.describe(at), payload[at], canonical[at]) });
+        return Err(Error::Padding {
+            layout: geometry.layout().name(),
+            rule: geometry.padding_rule(),
+            location: format!(
+                "{}: found {:#04x}, canonical {:#04x}",
+                geometry.describe(at),
+                payload[at],
+                canonical[at]
+            ),
+        });
     }
     Ok(words)
 }
@@ -265,15 +299,32 @@ pub fn validate(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> 
 
 /// Copies the chosen rows (any order, repeats allowed) into a new standalone payload, plane by
 /// plane, without touching a word. Returns the new shape, divisor count and payload.
-pub fn select_rows(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8], rows: &[usize]) -> Result<(Vec<usize>, usize, Vec<u8>)> {
+pub fn select_rows(
+    geometry: &PayloadGeometry,
+    shape: &[usize],
+    payload: &[u8],
+    rows: &[usize],
+) -> Result<(Vec<usize>, usize, Vec<u8>)> {
     geometry.check_size(shape, payload)?;
     let layout = geometry.layout();
-    let total = geometry.rows().ok_or_else(|| Error::Shape { layout: layout.name(), rule: "row selection needs rank >= 1", detail: "a rank-0 tensor has no rows".into() })?;
+    let total = geometry.rows().ok_or_else(|| Error::Shape {
+        layout: layout.name(),
+        rule: "row selection needs rank >= 1",
+        detail: "a rank-0 tensor has no rows".into(),
+    })?;
     if rows.is_empty() {
-        return Err(Error::Shape { layout: layout.name(), rule: "a selection keeps at least one row", detail: "no rows selected".into() });
+        return Err(Error::Shape {
+            layout: layout.name(),
+            rule: "a selection keeps at least one row",
+            detail: "no rows selected".into(),
+        });
     }
     if let Some(&bad) = rows.iter().find(|&&r| r >= total) {
-        return Err(Error::Shape { layout: layout.name(), rule: "selected rows exist", detail: format!("row {bad} of a tensor with {total} rows") });
+        return Err(Error::Shape {
+            layout: layout.name(),
+            rule: "selected rows exist",
+            detail: format!("row {bad} of a tensor with {total} rows"),
+        });
     }
     if let PayloadGeometry::BlockScale(g) = geometry {
         return g.select_rows(payload, rows);

@@ -93,7 +93,11 @@ pub struct Geometry {
 
 impl Geometry {
     pub fn new(format: Format, shape: &[usize]) -> Result<Self> {
-        let spec = plane_spec(format).ok_or_else(|| Error::Shape { layout: LAYOUT.name(), rule: "grouped formats only", detail: format.to_string() })?;
+        let spec = plane_spec(format).ok_or_else(|| Error::Shape {
+            layout: LAYOUT.name(),
+            rule: "grouped formats only",
+            detail: format.to_string(),
+        })?;
         let (n, k) = matrix(LAYOUT, shape)?;
         let k_pad = sized(LAYOUT, align_up(k, K_ALIGN))?;
         let gpr = k_pad / spec.group;
@@ -103,7 +107,20 @@ impl Geometry {
         let high_offset = sized(LAYOUT, align_up(base_bytes, PLANE_ALIGN))?;
         let scale_offset = sized(LAYOUT, align_up(high_bytes, PLANE_ALIGN).and_then(|h| h.checked_add(high_offset)))?;
         let bytes = sized(LAYOUT, records.checked_mul(2).and_then(|s| s.checked_add(scale_offset)))?;
-        Ok(Geometry { format, spec, n, k, k_pad, gpr, logical_groups: k.div_ceil(spec.group), base_bytes, high_offset, high_bytes, scale_offset, bytes })
+        Ok(Geometry {
+            format,
+            spec,
+            n,
+            k,
+            k_pad,
+            gpr,
+            logical_groups: k.div_ceil(spec.group),
+            base_bytes,
+            high_offset,
+            high_bytes,
+            scale_offset,
+            bytes,
+        })
     }
 
     /// Writes the codes and scales; padding lanes and groups get code 0 (q2: word 1) and scale 0.

@@ -91,7 +91,10 @@ fn quantize_npy_to_q4_then_dequant_and_matvec_match_the_oracle() {
     let deq = dir.join("w.f32");
     ok(&["dequant", s(&out), "weights", "--device", "cpu", "-o", s(&deq)]);
     let Dequantized::F32(reference) = oracle::dequant(&t).unwrap() else { panic!("q4 decodes to f32") };
-    assert_eq!(read_f32(&deq).iter().map(|x| x.to_bits()).collect::<Vec<_>>(), reference.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        read_f32(&deq).iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        reference.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    );
 
     let x = random(k, 2);
     let xf = dir.join("x.f32");
@@ -110,8 +113,26 @@ fn quantize_runs_the_named_method() {
     let input = dir.join("m.npy");
     write_npy(&input, "<f4", &[n, k], &f32_bytes(&values));
     let cases: [(&str, Option<&str>, Vec<u8>, &str); 4] = [
-        ("q8_g32_fp16", Some("grouped_search"), grouped::grouped_search(Format::Q8G32Fp16, n, k, Source::F32(&values), SearchOptions::default()).unwrap().tensor.payload().to_vec(), "grouped_search"),
-        ("fp8_e4m3fn_row_fp16", None, fp8_row::fp8_row_maxabs(Format::Fp8E4m3fnRowFp16, n, k, Source::F32(&values)).unwrap().tensor.payload().to_vec(), "fp8_row_maxabs"),
+        (
+            "q8_g32_fp16",
+            Some("grouped_search"),
+            grouped::grouped_search(Format::Q8G32Fp16, n, k, Source::F32(&values), SearchOptions::default())
+                .unwrap()
+                .tensor
+                .payload()
+                .to_vec(),
+            "grouped_search",
+        ),
+        (
+            "fp8_e4m3fn_row_fp16",
+            None,
+            fp8_row::fp8_row_maxabs(Format::Fp8E4m3fnRowFp16, n, k, Source::F32(&values))
+                .unwrap()
+                .tensor
+                .payload()
+                .to_vec(),
+            "fp8_row_maxabs",
+        ),
         ("bf16", None, direct::f32_to_bf16(&[n, k], &values).unwrap().tensor.payload().to_vec(), "f32_to_bf16"),
         ("fp32", None, f32_bytes(&values), "persist"),
     ];
@@ -148,7 +169,10 @@ fn write_safetensors(path: &Path, tensors: &[(&str, &str, Vec<usize>, Vec<u8>)])
     header.insert("__metadata__".into(), json!({ "format": "pt" }));
     let mut data: Vec<u8> = Vec::new();
     for (name, dtype, shape, bytes) in tensors {
-        header.insert((*name).into(), json!({ "dtype": dtype, "shape": shape, "data_offsets": [data.len(), data.len() + bytes.len()] }));
+        header.insert(
+            (*name).into(),
+            json!({ "dtype": dtype, "shape": shape, "data_offsets": [data.len(), data.len() + bytes.len()] }),
+        );
         data.extend(bytes);
     }
     let text = serde_json::to_vec(&Value::Object(header)).unwrap();
@@ -166,7 +190,13 @@ fn quantize_reads_safetensors_and_keeps_bf16_words() {
     let b_vals = random(k, 5);
     let b_words: Vec<u16> = b_vals.iter().map(|&v| f32_to_bf16(v)).collect();
     let input = dir.join("in.safetensors");
-    write_safetensors(&input, &[("layers.0.w", "F32", vec![n, k], f32_bytes(&a_vals)), ("layers.0.norm", "BF16", vec![k], b_words.iter().flat_map(|w| w.to_le_bytes()).collect())]);
+    write_safetensors(
+        &input,
+        &[
+            ("layers.0.w", "F32", vec![n, k], f32_bytes(&a_vals)),
+            ("layers.0.norm", "BF16", vec![k], b_words.iter().flat_map(|w| w.to_le_bytes()).collect()),
+        ],
+    );
     let out = dir.join("st.ninfer");
     ok(&["quantize", s(&input), s(&out), "--format", "bf16"]);
     let art = Artifact::open(&out).unwrap();
@@ -189,8 +219,12 @@ fn quantize_refuses_what_a_method_cannot_do() {
     assert!(fails(&["quantize", s(&input), s(&out), "--format", "q4_g64_fp16"]).contains("rank-2"));
     let flat = dir.join("flat.npy");
     write_npy(&flat, "<f4", &[2, 64], &f32_bytes(&random(128, 7)));
-    assert!(fails(&["quantize", s(&flat), s(&out), "--format", "q4_g64_fp16", "--method", "fp8_row_maxabs"]).contains("does not produce"));
-    assert!(fails(&["quantize", s(&flat), s(&out), "--format", "Q4"]).contains("q4_g64_fp16"), "an unknown format lists the valid names");
+    assert!(fails(&["quantize", s(&flat), s(&out), "--format", "q4_g64_fp16", "--method", "fp8_row_maxabs"])
+        .contains("does not produce"));
+    assert!(
+        fails(&["quantize", s(&flat), s(&out), "--format", "Q4"]).contains("q4_g64_fp16"),
+        "an unknown format lists the valid names"
+    );
     assert!(fails(&["quantize", s(&flat), s(&out), "--format", "nvfp4"]).contains("does not produce nvfp4"));
     let f8 = dir.join("f8.npy");
     write_npy(&f8, "<f8", &[2], &[0u8; 16]);
@@ -203,7 +237,16 @@ fn inspect_lists_tensors_with_capability_status_without_a_gpu() {
     let f = fixture("cli-inspect", Some(500));
     let text = ok(&["inspect", s(&f.entry)]);
     assert!(text.contains("no GPU adapter opened"), "{text}");
-    for needle in ["q4_g64_fp16", "row_split_k128_v1", "[4,130]", "544", "gguf_q8_0", "resource tok", "binding layer.w_top", "use layer.w on x"] {
+    for needle in [
+        "q4_g64_fp16",
+        "row_split_k128_v1",
+        "[4,130]",
+        "544",
+        "gguf_q8_0",
+        "resource tok",
+        "binding layer.w_top",
+        "use layer.w on x",
+    ] {
         assert!(text.contains(needle), "inspect shows {needle}: {text}");
     }
     let v: Value = serde_json::from_str(&ok(&["inspect", s(&f.entry), "--json"])).unwrap();
@@ -211,11 +254,16 @@ fn inspect_lists_tensors_with_capability_status_without_a_gpu() {
     assert!(v["gpu_error"].is_string());
     assert_eq!(v["files"].as_array().unwrap().len(), 5);
     let w = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "w").unwrap();
-    assert_eq!((w["format"].as_str(), w["layout"].as_str(), w["bytes"].as_u64()), (Some("q4_g64_fp16"), Some("row_split_k128_v1"), Some(544)));
+    assert_eq!(
+        (w["format"].as_str(), w["layout"].as_str(), w["bytes"].as_u64()),
+        (Some("q4_g64_fp16"), Some("row_split_k128_v1"), Some(544))
+    );
     assert_eq!(w["shape"], json!([4, 130]));
-    assert_eq!(w["matvec"]["status"], "supported");
+    assert_eq!(w["matmul"]["status"], "supported");
+    assert_eq!(w["gather"]["status"], "supported");
     let cols = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "cols").unwrap();
-    assert_eq!(cols["matvec"]["status"], "unsupported", "int32 has no matvec");
+    assert_eq!(cols["matmul"]["status"], "unsupported", "int32 has no matmul");
+    assert_eq!(cols["gather"]["status"], "supported", "int32 rows are gathered exactly");
     let g = v["tensors"].as_array().unwrap().iter().find(|t| t["id"] == "g").unwrap();
     assert_eq!(g["dequant"]["status"], "supported", "gguf_q8_0 has a kernel");
 }
@@ -235,7 +283,8 @@ fn dequant_writes_i32_for_int32_and_concatenates_binding_parts() {
     let dir = &f.dir;
     let cols = dir.join("cols.i32");
     ok(&["dequant", s(&f.entry), "cols", "-o", s(&cols)]);
-    let got: Vec<i32> = std::fs::read(&cols).unwrap().chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+    let got: Vec<i32> =
+        std::fs::read(&cols).unwrap().chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(got, (0..64).rev().collect::<Vec<i32>>());
     // layer.w_top = rows 0, 1 and 3 of w.
     let top = dir.join("top.f32");
@@ -254,7 +303,10 @@ fn file_commands_report_errors_with_the_rule() {
     std::fs::write(&xf, [0u8; 5]).unwrap();
     assert!(fails(&["matvec", s(&f.entry), "w", "--x", s(&xf), "-o", s(&out)]).contains("not a whole number"));
     std::fs::write(&xf, f32_bytes(&[1.0; 3])).unwrap();
-    assert!(fails(&["matvec", s(&f.entry), "w", "--x", s(&xf), "-o", s(&out)]).contains("x has K elements"));
+    assert!(fails(&["matvec", s(&f.entry), "w", "--x", s(&xf), "-o", s(&out)]).contains("J columns of K"));
+    assert!(fails(&["matvec", s(&f.entry), "w", "--x", s(&xf), "--columns", "9", "-o", s(&out)]).contains("1..=8"));
+    assert!(fails(&["gather", s(&f.entry), "w", "--rows", "1,4", "-o", s(&out)]).contains("row index 4 but N = 4"));
+    assert!(fails(&["gather", s(&f.entry), "w", "--rows", "1,x", "-o", s(&out)]).contains("`x` is not a row index"));
     std::fs::remove_file(&f.files()[2]).unwrap();
     assert!(fails(&["inspect", s(&f.entry)]).contains(rule::PART_OPEN));
 }

@@ -1,7 +1,9 @@
 //! Shared fixtures: a temporary directory, a small artifact exercising every kind of member, and
 //! byte-level editors that rebuild the entry around an edited JSON text.
 
-use ninfer_wgpu::container::{ActivationPolicy, ArtifactWriter, AuxRole, Binding, BindingPart, Component, Use, HEADER_BYTES, PAYLOAD_ALIGN};
+use ninfer_wgpu::container::{
+    ActivationPolicy, ArtifactWriter, AuxRole, Binding, BindingPart, Component, Use, HEADER_BYTES, PAYLOAD_ALIGN,
+};
 use ninfer_wgpu::encode::direct::{self, DirectSource};
 use ninfer_wgpu::encode::grouped;
 use ninfer_wgpu::encode::Source;
@@ -18,7 +20,11 @@ pub struct TempDir(PathBuf);
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!("ninfer-container-{tag}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst)));
+        let dir = std::env::temp_dir().join(format!(
+            "ninfer-container-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
@@ -98,15 +104,47 @@ pub fn fixture(tag: &str, part_limit: Option<u64>) -> Fixture {
     writer.add_resource("tok", resource.clone());
     writer.bind("layer.w", Binding::Object("w".into()));
     // Rows 0..2 and 3..4 of w: elements [0, 2K) and [3K, 4K).
-    writer.bind("layer.w_top", Binding::Parts(vec![BindingPart { object: "w".into(), range: 0..2 * K as u64 }, BindingPart { object: "w".into(), range: 3 * K as u64..4 * K as u64 }]));
+    writer.bind(
+        "layer.w_top",
+        Binding::Parts(vec![
+            BindingPart { object: "w".into(), range: 0..2 * K as u64 },
+            BindingPart { object: "w".into(), range: 3 * K as u64..4 * K as u64 },
+        ]),
+    );
     writer.bind("gate", Binding::Object("g".into()));
     writer.bind("b", Binding::Object("b".into()));
     let aux = |pairs: &[(AuxRole, &str)]| pairs.iter().map(|(r, id)| (*r, Binding::Object((*id).into()))).collect();
-    writer.add_use(Use { parameter: "layer.w".into(), input: "x".into(), activation_policy: Some(ActivationPolicy::A16Only), auxiliaries: aux(&[(AuxRole::HadamardSigns, "signs"), (AuxRole::ActivationInputDivisor, "div")]) });
-    writer.add_use(Use { parameter: "gate".into(), input: "x".into(), activation_policy: None, auxiliaries: aux(&[(AuxRole::InputColumns, "cols")]) });
+    writer.add_use(Use {
+        parameter: "layer.w".into(),
+        input: "x".into(),
+        activation_policy: Some(ActivationPolicy::A16Only),
+        auxiliaries: aux(&[(AuxRole::HadamardSigns, "signs"), (AuxRole::ActivationInputDivisor, "div")]),
+    });
+    writer.add_use(Use {
+        parameter: "gate".into(),
+        input: "x".into(),
+        activation_policy: None,
+        auxiliaries: aux(&[(AuxRole::InputColumns, "cols")]),
+    });
     let config = |v: Value| v.as_object().cloned().unwrap();
-    writer.add_component("lm", Component { config: config(json!({ "layers": 1 })), target: None, resources: [("tokenizer".to_owned(), "tok".to_owned())].into(), proposal: None });
-    writer.add_component("draft", Component { config: config(json!({})), target: Some("lm".into()), resources: BTreeMap::new(), proposal: Some(config(json!({ "k": 4 }))) });
+    writer.add_component(
+        "lm",
+        Component {
+            config: config(json!({ "layers": 1 })),
+            target: None,
+            resources: [("tokenizer".to_owned(), "tok".to_owned())].into(),
+            proposal: None,
+        },
+    );
+    writer.add_component(
+        "draft",
+        Component {
+            config: config(json!({})),
+            target: Some("lm".into()),
+            resources: BTreeMap::new(),
+            proposal: Some(config(json!({ "k": 4 }))),
+        },
+    );
     writer.set_metadata(config(json!({ "name": "fixture" })));
     writer.write(&entry).unwrap();
     Fixture { dir, entry, tensors, resource }
@@ -114,7 +152,10 @@ pub fn fixture(tag: &str, part_limit: Option<u64>) -> Fixture {
 
 /// gguf blocks have no encoder; the fixture imports raw block bytes as they would arrive.
 fn g_encoded(t: EncodedTensor<'static>) -> ninfer_wgpu::encode::Encoded {
-    ninfer_wgpu::encode::Encoded { tensor: t, provenance: ninfer_wgpu::encode::Provenance::new("import_encoded").with("source", "test blocks") }
+    ninfer_wgpu::encode::Encoded {
+        tensor: t,
+        provenance: ninfer_wgpu::encode::Provenance::new("import_encoded").with("source", "test blocks"),
+    }
 }
 
 /// `json_bytes` and the payload start of an entry file's bytes.

@@ -41,7 +41,9 @@ fn exercise(entry: &Path) -> Result<(), Error> {
 fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at.clone());
     match v {
-        Value::Object(m) => m.iter().for_each(|(k, c)| pointers(c, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out)),
+        Value::Object(m) => {
+            m.iter().for_each(|(k, c)| pointers(c, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out))
+        }
         Value::Array(a) => a.iter().enumerate().for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
         _ => {}
     }
@@ -57,8 +59,26 @@ fn edit_value(rng: &mut Rng, root: &mut Value) -> String {
     pointers(root, String::new(), &mut all);
     let at = pick(rng, &all).clone();
     let replacements = [
-        json!(null), json!(true), json!(-1), json!(0), json!(1), json!(255), json!(256), json!(1u64 << 53), json!(u64::MAX), json!(1.5),
-        json!(""), json!("w"), json!("x\u{0}"), json!("../x"), json!([]), json!({}), json!([0, 0]), json!([0, 1u64 << 62]), json!({ "object": "w" }), json!([1, 1, 1]),
+        json!(null),
+        json!(true),
+        json!(-1),
+        json!(0),
+        json!(1),
+        json!(255),
+        json!(256),
+        json!(1u64 << 53),
+        json!(u64::MAX),
+        json!(1.5),
+        json!(""),
+        json!("w"),
+        json!("x\u{0}"),
+        json!("../x"),
+        json!([]),
+        json!({}),
+        json!([0, 0]),
+        json!([0, 1u64 << 62]),
+        json!({ "object": "w" }),
+        json!([1, 1, 1]),
     ];
     match rng.below(3) {
         0 => {
@@ -168,7 +188,8 @@ fn the_mutation_corpus_never_panics() {
     let f = fixture("corpus", Some(500));
     let files = f.files();
     let originals: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let seed = std::env::var("NINFER_CORPUS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(Rng::seed_from_time);
+    let seed =
+        std::env::var("NINFER_CORPUS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(Rng::seed_from_time);
     println!("container corpus seed {seed} (replay with NINFER_CORPUS_SEED={seed})");
     let mut rng = Rng::new(seed);
     let (mut opened, mut refused, mut panics) = (0, 0, Vec::new());

@@ -51,9 +51,13 @@ fn bytes_must_equal_the_layouts_encoded_size() {
 
 #[test]
 fn binding_ranges_resolve_only_as_whole_rows() {
-    let (_f, a) = opened_after("rows-partial", |v| v["bindings"]["layer.w_top"] = json!({ "parts": [{ "object": "w", "range": [1, 2 * K] }] }));
+    let (_f, a) = opened_after("rows-partial", |v| {
+        v["bindings"]["layer.w_top"] = json!({ "parts": [{ "object": "w", "range": [1, 2 * K] }] })
+    });
     assert_rule(a.binding("layer.w_top"), rule::BINDING_ROWS);
-    let (_f, a) = opened_after("rows-end", |v| v["bindings"]["layer.w_top"] = json!({ "parts": [{ "object": "w", "range": [0, K + 1] }] }));
+    let (_f, a) = opened_after("rows-end", |v| {
+        v["bindings"]["layer.w_top"] = json!({ "parts": [{ "object": "w", "range": [0, K + 1] }] })
+    });
     assert_rule(a.binding("layer.w_top"), rule::BINDING_ROWS);
 }
 
@@ -72,12 +76,17 @@ fn row_parts_resolve_to_the_rows_they_name() {
 
 #[test]
 fn row_parts_of_contiguous_tensors_stay_borrowed() {
-    let (f, a) = opened_after("rows-borrowed", |v| v["bindings"]["b"] = json!({ "parts": [{ "object": "b", "range": [1, 3] }] }));
+    let (f, a) = opened_after("rows-borrowed", |v| {
+        v["bindings"]["b"] = json!({ "parts": [{ "object": "b", "range": [1, 3] }] })
+    });
     let pieces = a.binding("b").unwrap();
     assert_eq!(pieces[0].shape(), &[2]);
     assert_eq!(pieces[0].payload(), &f.tensors["b"].payload()[4..12]);
     let (_, payload) = pieces.into_iter().next().unwrap().into_parts();
-    assert!(matches!(payload, std::borrow::Cow::Borrowed(_)), "a row range of a contiguous tensor in one file is not copied");
+    assert!(
+        matches!(payload, std::borrow::Cow::Borrowed(_)),
+        "a row range of a contiguous tensor in one file is not copied"
+    );
 }
 
 #[test]
@@ -101,27 +110,62 @@ fn use_after(tag: &str, which: usize, edit: impl FnOnce(&mut Value)) -> Result<(
 
 #[test]
 fn the_activation_divisor_is_an_fp32_scalar() {
-    assert_rule(use_after("aux-div-vector", 0, |v| v["uses"][0]["auxiliaries"]["activation_input_divisor"] = json!({ "object": "b" })), rule::AUX_DIVISOR);
+    assert_rule(
+        use_after("aux-div-vector", 0, |v| {
+            v["uses"][0]["auxiliaries"]["activation_input_divisor"] = json!({ "object": "b" })
+        }),
+        rule::AUX_DIVISOR,
+    );
     // One bf16 element is a scalar of the wrong type.
-    assert_rule(use_after("aux-div-bf16", 0, |v| v["uses"][0]["auxiliaries"]["activation_input_divisor"] = json!({ "parts": [{ "object": "signs", "range": [0, 1] }] })), rule::AUX_DIVISOR);
+    assert_rule(
+        use_after("aux-div-bf16", 0, |v| {
+            v["uses"][0]["auxiliaries"]["activation_input_divisor"] =
+                json!({ "parts": [{ "object": "signs", "range": [0, 1] }] })
+        }),
+        rule::AUX_DIVISOR,
+    );
     // A rank-1 fp32 element range of the bias is a whole-row [1] tensor: one element, still fp32,
     // so it is a valid scalar divisor.
-    use_after("aux-div-row", 0, |v| v["uses"][0]["auxiliaries"]["activation_input_divisor"] = json!({ "parts": [{ "object": "b", "range": [1, 2] }] })).expect("one fp32 element is a scalar");
+    use_after("aux-div-row", 0, |v| {
+        v["uses"][0]["auxiliaries"]["activation_input_divisor"] =
+            json!({ "parts": [{ "object": "b", "range": [1, 2] }] })
+    })
+    .expect("one fp32 element is a scalar");
 }
 
 #[test]
 fn hadamard_signs_are_bf16_of_length_k() {
-    assert_rule(use_after("aux-signs-fp32", 0, |v| v["uses"][0]["auxiliaries"]["hadamard_signs"] = json!({ "object": "b" })), rule::AUX_HADAMARD);
-    assert_rule(use_after("aux-signs-short", 0, |v| v["uses"][0]["auxiliaries"]["hadamard_signs"] = json!({ "parts": [{ "object": "signs", "range": [0, K - 1] }] })), rule::AUX_HADAMARD);
+    assert_rule(
+        use_after("aux-signs-fp32", 0, |v| v["uses"][0]["auxiliaries"]["hadamard_signs"] = json!({ "object": "b" })),
+        rule::AUX_HADAMARD,
+    );
+    assert_rule(
+        use_after("aux-signs-short", 0, |v| {
+            v["uses"][0]["auxiliaries"]["hadamard_signs"] =
+                json!({ "parts": [{ "object": "signs", "range": [0, K - 1] }] })
+        }),
+        rule::AUX_HADAMARD,
+    );
 }
 
 #[test]
 fn input_columns_are_an_int32_permutation_for_gguf_only() {
     // On a q4 parameter.
-    assert_rule(use_after("aux-cols-q4", 0, |v| v["uses"][0]["auxiliaries"]["input_columns"] = json!({ "object": "cols" })), rule::AUX_COLUMNS);
+    assert_rule(
+        use_after("aux-cols-q4", 0, |v| v["uses"][0]["auxiliaries"]["input_columns"] = json!({ "object": "cols" })),
+        rule::AUX_COLUMNS,
+    );
     // Wrong length: K of the gguf parameter is 64.
-    assert_rule(use_after("aux-cols-len", 1, |v| v["uses"][1]["auxiliaries"]["input_columns"] = json!({ "parts": [{ "object": "cols", "range": [0, 32] }] })), rule::AUX_COLUMNS);
-    assert_rule(use_after("aux-cols-type", 1, |v| v["uses"][1]["auxiliaries"]["input_columns"] = json!({ "object": "b" })), rule::AUX_COLUMNS);
+    assert_rule(
+        use_after("aux-cols-len", 1, |v| {
+            v["uses"][1]["auxiliaries"]["input_columns"] = json!({ "parts": [{ "object": "cols", "range": [0, 32] }] })
+        }),
+        rule::AUX_COLUMNS,
+    );
+    assert_rule(
+        use_after("aux-cols-type", 1, |v| v["uses"][1]["auxiliaries"]["input_columns"] = json!({ "object": "b" })),
+        rule::AUX_COLUMNS,
+    );
 }
 
 #[test]
@@ -129,7 +173,9 @@ fn input_columns_that_repeat_a_column_are_refused() {
     // Single file, so the payload offset of `cols` is payload_start + offset.
     let f = fixture("aux-cols-repeat", None);
     let v = read_json(&f.entry);
-    let offset = v["objects"].as_array().unwrap().iter().find(|o| o["id"] == "cols").unwrap()["offset"].as_u64().unwrap() as usize;
+    let offset = v["objects"].as_array().unwrap().iter().find(|o| o["id"] == "cols").unwrap()["offset"]
+        .as_u64()
+        .unwrap() as usize;
     edit_bytes(&f.entry, |b| {
         let (_, start) = entry_layout(b);
         // cols[0] = 63 becomes 62, which cols[1] already holds.

@@ -2,7 +2,9 @@
 //! the writer produces, crash safety, and opening without reading the payload.
 
 use crate::common::*;
-use ninfer_wgpu::container::{rule, Artifact, ArtifactWriter, Binding, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN};
+use ninfer_wgpu::container::{
+    rule, Artifact, ArtifactWriter, Binding, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN,
+};
 use ninfer_wgpu::oracle;
 use ninfer_wgpu::Error;
 use std::borrow::Cow;
@@ -22,7 +24,11 @@ fn check_tensors(f: &Fixture, a: &Artifact) -> Vec<(String, bool)> {
         assert_eq!(t.payload(), original.payload(), "{id}: payload survives byte for byte");
         // gguf blocks have no oracle yet; every other tensor decodes to the same words.
         if original.format().category() != ninfer_wgpu::Category::GgufBlock {
-            assert_eq!(oracle::dequant(&t).unwrap(), oracle::dequant(original).unwrap(), "{id}: reopened words identical");
+            assert_eq!(
+                oracle::dequant(&t).unwrap(),
+                oracle::dequant(original).unwrap(),
+                "{id}: reopened words identical"
+            );
         }
         let (_, payload) = t.into_parts();
         borrowed.push((id.clone(), matches!(payload, Cow::Borrowed(_))));
@@ -49,7 +55,10 @@ fn multi_part_round_trip_copies_only_objects_that_straddle_files() {
     assert_eq!(a.root().files.len(), 5, "2309 payload bytes at 500 per file");
     assert_eq!(f.files().len(), 5);
     let across = straddling(&a);
-    assert!(across.contains(&"w".to_owned()) && across.contains(&"signs".to_owned()), "the fixture straddles: {across:?}");
+    assert!(
+        across.contains(&"w".to_owned()) && across.contains(&"signs".to_owned()),
+        "the fixture straddles: {across:?}"
+    );
     for (id, borrowed) in check_tensors(&f, &a) {
         assert_eq!(borrowed, !across.contains(&id), "{id}: borrowed exactly when it lies in one file");
     }
@@ -140,7 +149,10 @@ fn a_crash_between_parts_and_entry_leaves_nothing_that_opens() {
 #[test]
 fn writing_leaves_no_temporary_files_and_ids_are_fresh() {
     let f = fixture("rt-temps", Some(500));
-    let names: Vec<String> = std::fs::read_dir(f.dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names.len(), 5, "only the entry and its parts: {names:?}");
     let first = Artifact::open(&f.entry).unwrap().artifact_id();
     let mut w = ArtifactWriter::new();

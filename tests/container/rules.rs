@@ -42,9 +42,26 @@ fn entry_header_needs_32_bytes_and_the_magic() {
 
 #[test]
 fn json_bytes_is_positive_and_inside_the_file() {
-    case("jb-zero", |f| edit_bytes(&f.entry, |b| b[8..16].copy_from_slice(&0u64.to_le_bytes())), rule::ENTRY_JSON_BYTES);
-    case("jb-huge", |f| edit_bytes(&f.entry, |b| b[8..16].copy_from_slice(&u64::MAX.to_le_bytes())), rule::ENTRY_JSON_BYTES);
-    case("jb-past-end", |f| edit_bytes(&f.entry, |b| { let n = b.len() as u64; b[8..16].copy_from_slice(&n.to_le_bytes()) }), rule::ENTRY_JSON_BYTES);
+    case(
+        "jb-zero",
+        |f| edit_bytes(&f.entry, |b| b[8..16].copy_from_slice(&0u64.to_le_bytes())),
+        rule::ENTRY_JSON_BYTES,
+    );
+    case(
+        "jb-huge",
+        |f| edit_bytes(&f.entry, |b| b[8..16].copy_from_slice(&u64::MAX.to_le_bytes())),
+        rule::ENTRY_JSON_BYTES,
+    );
+    case(
+        "jb-past-end",
+        |f| {
+            edit_bytes(&f.entry, |b| {
+                let n = b.len() as u64;
+                b[8..16].copy_from_slice(&n.to_le_bytes())
+            })
+        },
+        rule::ENTRY_JSON_BYTES,
+    );
 }
 
 #[test]
@@ -62,18 +79,30 @@ fn the_gap_after_unpadded_json_is_zero() {
 #[test]
 fn the_entry_size_is_exact() {
     case("size-long", |f| edit_bytes(&f.entry, |b| b.push(0)), rule::ENTRY_SIZE);
-    case("size-short", |f| edit_bytes(&f.entry, |b| { b.pop(); }), rule::ENTRY_SIZE);
+    case(
+        "size-short",
+        |f| {
+            edit_bytes(&f.entry, |b| {
+                b.pop();
+            })
+        },
+        rule::ENTRY_SIZE,
+    );
     json_case("size-claim", |v| v["files"][0]["payload_bytes"] = json!(501), rule::ENTRY_SIZE);
 }
 
 #[test]
 fn json_must_be_utf8() {
-    case("utf8", |f| {
-        let mut bytes = json_text(&f.entry).trim_end().as_bytes().to_vec();
-        let at = bytes.windows(7).position(|w| w == b"fixture").unwrap();
-        bytes[at] = 0xFF;
-        rebuild_entry(&f.entry, &bytes, true);
-    }, rule::JSON_UTF8);
+    case(
+        "utf8",
+        |f| {
+            let mut bytes = json_text(&f.entry).trim_end().as_bytes().to_vec();
+            let at = bytes.windows(7).position(|w| w == b"fixture").unwrap();
+            bytes[at] = 0xFF;
+            rebuild_entry(&f.entry, &bytes, true);
+        },
+        rule::JSON_UTF8,
+    );
 }
 
 #[test]
@@ -86,18 +115,42 @@ fn json_must_be_well_formed() {
 #[test]
 fn duplicate_keys_are_refused_at_any_depth() {
     // serde_json alone would keep the second `uses` silently.
-    case("dup-root", |f| edit_text(&f.entry, |t| t.replacen("\"uses\":[", "\"uses\":[],\"uses\":[", 1)), rule::JSON_DUPLICATE_KEY);
+    case(
+        "dup-root",
+        |f| edit_text(&f.entry, |t| t.replacen("\"uses\":[", "\"uses\":[],\"uses\":[", 1)),
+        rule::JSON_DUPLICATE_KEY,
+    );
     // Same value twice is still two keys.
-    case("dup-object", |f| edit_text(&f.entry, |t| t.replacen("\"kind\":\"tensor\"", "\"kind\":\"tensor\",\"kind\":\"tensor\"", 1)), rule::JSON_DUPLICATE_KEY);
-    case("dup-metadata", |f| edit_text(&f.entry, |t| t.replacen("\"name\":\"fixture\"", "\"name\":\"fixture\",\"name\":\"other\"", 1)), rule::JSON_DUPLICATE_KEY);
+    case(
+        "dup-object",
+        |f| edit_text(&f.entry, |t| t.replacen("\"kind\":\"tensor\"", "\"kind\":\"tensor\",\"kind\":\"tensor\"", 1)),
+        rule::JSON_DUPLICATE_KEY,
+    );
+    case(
+        "dup-metadata",
+        |f| edit_text(&f.entry, |t| t.replacen("\"name\":\"fixture\"", "\"name\":\"fixture\",\"name\":\"other\"", 1)),
+        rule::JSON_DUPLICATE_KEY,
+    );
 }
 
 #[test]
 fn numbers_beyond_f64_are_refused_as_non_finite() {
-    case("nonfinite-1e999", |f| edit_text(&f.entry, |t| t.replacen("\"name\":\"fixture\"", "\"name\":\"fixture\",\"x\":1e999", 1)), rule::JSON_NON_FINITE);
-    case("nonfinite-neg", |f| edit_text(&f.entry, |t| t.replacen("\"layers\":1", "\"layers\":-1e400", 1)), rule::JSON_NON_FINITE);
+    case(
+        "nonfinite-1e999",
+        |f| edit_text(&f.entry, |t| t.replacen("\"name\":\"fixture\"", "\"name\":\"fixture\",\"x\":1e999", 1)),
+        rule::JSON_NON_FINITE,
+    );
+    case(
+        "nonfinite-neg",
+        |f| edit_text(&f.entry, |t| t.replacen("\"layers\":1", "\"layers\":-1e400", 1)),
+        rule::JSON_NON_FINITE,
+    );
     // NaN and Infinity are not JSON at all.
-    case("nonfinite-nan", |f| edit_text(&f.entry, |t| t.replacen("\"layers\":1", "\"layers\":NaN", 1)), rule::JSON_SYNTAX);
+    case(
+        "nonfinite-nan",
+        |f| edit_text(&f.entry, |t| t.replacen("\"layers\":1", "\"layers\":NaN", 1)),
+        rule::JSON_SYNTAX,
+    );
 }
 
 #[test]
@@ -149,7 +202,10 @@ fn the_entry_path_is_null_and_parts_have_names() {
 
 #[test]
 fn part_paths_cannot_leave_the_directory() {
-    for (i, bad) in ["../model.ninfer.part-0001", "sub/part", "sub\\part", "", ".", "..", "part\u{0}1", "/tmp/part"].into_iter().enumerate() {
+    for (i, bad) in ["../model.ninfer.part-0001", "sub/part", "sub\\part", "", ".", "..", "part\u{0}1", "/tmp/part"]
+        .into_iter()
+        .enumerate()
+    {
         json_case(&format!("path-{i}"), |v| v["files"][1]["path"] = json!(bad), rule::PART_PATH);
     }
 }
@@ -175,23 +231,31 @@ fn parts_start_with_their_header() {
 fn part_index_matches_the_position_in_files() {
     case("part-index", |f| edit_bytes(&part(f, 2), |b| b[8] = 3), rule::PART_INDEX);
     // Two parts swapped on disk: each carries the other's index.
-    case("part-swap", |f| {
-        let (a, b) = (part(f, 1), part(f, 2));
-        let tmp = f.dir.join("swap");
-        std::fs::rename(&a, &tmp).unwrap();
-        std::fs::rename(&b, &a).unwrap();
-        std::fs::rename(&tmp, &b).unwrap();
-    }, rule::PART_INDEX);
+    case(
+        "part-swap",
+        |f| {
+            let (a, b) = (part(f, 1), part(f, 2));
+            let tmp = f.dir.join("swap");
+            std::fs::rename(&a, &tmp).unwrap();
+            std::fs::rename(&b, &a).unwrap();
+            std::fs::rename(&tmp, &b).unwrap();
+        },
+        rule::PART_INDEX,
+    );
 }
 
 #[test]
 fn every_part_carries_the_artifact_id() {
     case("id-flip", |f| edit_bytes(&part(f, 4), |b| b[31] ^= 0x01), rule::ARTIFACT_ID);
     // A part from another artifact with the same layout.
-    case("id-foreign", |f| {
-        let other = fixture("id-foreign-src", Some(500));
-        std::fs::copy(&other.files()[1], part(f, 1)).unwrap();
-    }, rule::ARTIFACT_ID);
+    case(
+        "id-foreign",
+        |f| {
+            let other = fixture("id-foreign-src", Some(500));
+            std::fs::copy(&other.files()[1], part(f, 1)).unwrap();
+        },
+        rule::ARTIFACT_ID,
+    );
 }
 
 #[test]
@@ -202,7 +266,15 @@ fn part_header_padding_is_zero() {
 #[test]
 fn part_size_is_exact() {
     case("part-long", |f| edit_bytes(&part(f, 4), |b| b.push(0)), rule::PART_SIZE);
-    case("part-short-payload", |f| edit_bytes(&part(f, 3), |b| { b.pop(); }), rule::PART_SIZE);
+    case(
+        "part-short-payload",
+        |f| {
+            edit_bytes(&part(f, 3), |b| {
+                b.pop();
+            })
+        },
+        rule::PART_SIZE,
+    );
     case("part-no-payload", |f| edit_bytes(&part(f, 3), |b| b.truncate(4096)), rule::PART_SIZE);
 }
 
@@ -258,11 +330,12 @@ fn rank_16_is_allowed() {
     Artifact::open(&f.entry).expect("rank 16 opens");
 }
 
-
 #[test]
 fn resources_may_sit_at_any_byte() {
     let f = fixture("resource-align", Some(500));
-    let start = read_json(&f.entry)["objects"].as_array().unwrap().iter().find(|o| o["id"] == "tok").unwrap()["offset"].as_u64().unwrap();
+    let start = read_json(&f.entry)["objects"].as_array().unwrap().iter().find(|o| o["id"] == "tok").unwrap()["offset"]
+        .as_u64()
+        .unwrap();
     // Four bytes earlier: the zero gap before the resource, then its first byte.
     edit_json(&f.entry, |v| object(v, "tok")["offset"] = json!(start - 4));
     assert_eq!(&*Artifact::open(&f.entry).unwrap().resource("tok").unwrap(), b"\0\0\0\0h");
@@ -314,16 +387,32 @@ fn component_targets_exist() {
 
 #[test]
 fn component_resources_name_resource_objects() {
-    json_case("resource-tensor", |v| v["components"]["lm"]["resources"]["tokenizer"] = json!("w"), rule::COMPONENT_RESOURCE);
-    json_case("resource-missing", |v| v["components"]["lm"]["resources"]["tokenizer"] = json!("vocab"), rule::COMPONENT_RESOURCE);
+    json_case(
+        "resource-tensor",
+        |v| v["components"]["lm"]["resources"]["tokenizer"] = json!("w"),
+        rule::COMPONENT_RESOURCE,
+    );
+    json_case(
+        "resource-missing",
+        |v| v["components"]["lm"]["resources"]["tokenizer"] = json!("vocab"),
+        rule::COMPONENT_RESOURCE,
+    );
 }
 
 #[test]
 fn bindings_are_an_object_or_parts() {
     json_case("binding-both", |v| v["bindings"]["gate"]["parts"] = json!([]), rule::BINDING);
     json_case("binding-empty-parts", |v| v["bindings"]["gate"] = json!({ "parts": [] }), rule::BINDING);
-    json_case("binding-range-short", |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [0] }] }), rule::BINDING);
-    json_case("binding-part-extra", |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [0, 64], "axis": 0 }] }), rule::BINDING);
+    json_case(
+        "binding-range-short",
+        |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [0] }] }),
+        rule::BINDING,
+    );
+    json_case(
+        "binding-part-extra",
+        |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [0, 64], "axis": 0 }] }),
+        rule::BINDING,
+    );
     json_case("binding-string", |v| v["bindings"]["gate"] = json!("g"), rule::BINDING);
 }
 
@@ -335,9 +424,21 @@ fn bindings_name_tensor_objects() {
 
 #[test]
 fn binding_ranges_are_non_empty_and_inside_the_object() {
-    json_case("range-empty", |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [64, 64] }] }), rule::BINDING_RANGE);
-    json_case("range-reversed", |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [64, 0] }] }), rule::BINDING_RANGE);
-    json_case("range-past", |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [0, 129] }] }), rule::BINDING_RANGE);
+    json_case(
+        "range-empty",
+        |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [64, 64] }] }),
+        rule::BINDING_RANGE,
+    );
+    json_case(
+        "range-reversed",
+        |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [64, 0] }] }),
+        rule::BINDING_RANGE,
+    );
+    json_case(
+        "range-past",
+        |v| v["bindings"]["gate"] = json!({ "parts": [{ "object": "g", "range": [0, 129] }] }),
+        rule::BINDING_RANGE,
+    );
 }
 
 #[test]
@@ -368,5 +469,9 @@ fn parameter_input_pairs_are_unique() {
 fn auxiliary_roles_are_a_closed_set() {
     json_case("aux-role", |v| v["uses"][0]["auxiliaries"]["smooth_scales"] = json!({ "object": "b" }), rule::AUX_ROLE);
     // An auxiliary is a binding, with the binding rules.
-    json_case("aux-binding", |v| v["uses"][0]["auxiliaries"]["hadamard_signs"] = json!({ "object": "tok" }), rule::BINDING_OBJECT);
+    json_case(
+        "aux-binding",
+        |v| v["uses"][0]["auxiliaries"]["hadamard_signs"] = json!({ "object": "tok" }),
+        rule::BINDING_OBJECT,
+    );
 }

@@ -23,12 +23,19 @@ fn f32s(v: &[f32]) -> Vec<u8> {
 
 #[test]
 fn npy_headers_as_numpy_writes_them() {
-    let t = parse_npy(&npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }    \n", &f32s(&[1.0, 2.0, 3.0])), "v").unwrap();
+    let t = parse_npy(
+        &npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }    \n", &f32s(&[1.0, 2.0, 3.0])),
+        "v",
+    )
+    .unwrap();
     assert_eq!((t.shape.clone(), t.data), (vec![3], FloatData::F32(vec![1.0, 2.0, 3.0])));
     // Rank 0, a version-2 header, double quotes, no trailing comma.
-    let t = parse_npy(&npy(2, "{\"descr\": \"<f2\", \"shape\": (), \"fortran_order\": False}\n", &[0x00, 0x3C]), "s").unwrap();
+    let t = parse_npy(&npy(2, "{\"descr\": \"<f2\", \"shape\": (), \"fortran_order\": False}\n", &[0x00, 0x3C]), "s")
+        .unwrap();
     assert_eq!((t.shape.clone(), t.data), (vec![], FloatData::F16(vec![0x3C00])));
-    let t = parse_npy(&npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }\n", &f32s(&[5.0, 6.0])), "m").unwrap();
+    let t =
+        parse_npy(&npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }\n", &f32s(&[5.0, 6.0])), "m")
+            .unwrap();
     assert_eq!(t.shape, vec![1, 2]);
 }
 
@@ -45,7 +52,11 @@ fn npy_refuses_what_it_cannot_read_exactly() {
     refused("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", &[0; 20], "found 20");
     refused("{'descr': '<f4', 'shape': (2,), }", &[0; 8], "required");
     refused("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", &[0; 8], "dimension");
-    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }", &[], "overflows");
+    refused(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }",
+        &[],
+        "overflows",
+    );
 }
 
 fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
@@ -58,7 +69,10 @@ fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
 #[test]
 fn safetensors_reads_every_tensor_and_checks_offsets() {
     let data = [f32s(&[1.0, -1.0]), vec![0x80, 0x3F]].concat();
-    let ok = safetensors(r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]},"__metadata__":{}}"#, &data);
+    let ok = safetensors(
+        r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]},"__metadata__":{}}"#,
+        &data,
+    );
     let ts = parse_safetensors(&ok).unwrap();
     assert_eq!(ts.len(), 2);
     assert_eq!(ts[1].data, FloatData::Bf16(vec![0x3F80]));

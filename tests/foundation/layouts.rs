@@ -2,7 +2,9 @@
 
 use ninfer_wgpu::layout::PayloadGeometry;
 use ninfer_wgpu::oracle::{dequant, Dequantized};
-use ninfer_wgpu::{DirectWords, EncodedTensor, Format, Fp8RowWords, GroupedWords, Layout, LogicalWords, Nvfp4Words, TensorDesc};
+use ninfer_wgpu::{
+    DirectWords, EncodedTensor, Format, Fp8RowWords, GroupedWords, Layout, LogicalWords, Nvfp4Words, TensorDesc,
+};
 
 /// Scales of the known-bytes table: 1.5 and 0.25 as binary16.
 const S1_5: u16 = 0x3E00;
@@ -15,7 +17,11 @@ fn grouped_row(format: Format, k: usize, codes: &[i8]) -> EncodedTensor<'static>
     let mut all = vec![0i8; k];
     all[..codes.len()].copy_from_slice(codes);
     let scales = (0..k.div_ceil(group)).map(|g| [S1_5, S0_25][g % 2]).collect();
-    EncodedTensor::encode(&LogicalWords::Grouped(GroupedWords { format, n: 1, k, codes: all, scales }), Layout::RowSplitK128V1).unwrap()
+    EncodedTensor::encode(
+        &LogicalWords::Grouped(GroupedWords { format, n: 1, k, codes: all, scales }),
+        Layout::RowSplitK128V1,
+    )
+    .unwrap()
 }
 
 fn row_split(t: &EncodedTensor) -> ninfer_wgpu::layout::row_split::Geometry {
@@ -25,10 +31,12 @@ fn row_split(t: &EncodedTensor) -> ninfer_wgpu::layout::row_split::Geometry {
     }
 }
 
+/// (format, K, codes, base bytes, high bytes, scale_offset): one row of the layouts.md table.
+type GroupedVector = (Format, usize, &'static [i8], &'static [u8], &'static [u8], usize);
+
 #[test]
 fn known_bytes_of_the_grouped_formats() {
-    // (format, K, codes, base bytes, high bytes, scale_offset) — the layouts.md table.
-    let cases: [(Format, usize, &[i8], &[u8], &[u8], usize); 5] = [
+    let cases: [GroupedVector; 5] = [
         (Format::Q4G64Fp16, 65, &[-8, -7, -1, 0, 1, 7], &[0x98, 0x0f, 0x71], &[], 256),
         (Format::Q5G64Fp16, 130, &[-16, -15, -1, 0, 1, 15], &[0x10, 0x0f, 0xf1], &[0x07], 512),
         (Format::Q6G64Fp16, 65, &[-32, -31, -17, -16, -1, 0, 15, 31], &[0x10, 0x0f, 0x0f, 0xff], &[0xea, 0x43], 512),
@@ -58,14 +66,21 @@ fn known_bytes_of_the_grouped_formats() {
 fn worked_geometry_q5_2x130() {
     let geometry = TensorDesc::new(Format::Q5G64Fp16, Layout::RowSplitK128V1, &[2, 130]).geometry().unwrap();
     let PayloadGeometry::RowSplit(g) = geometry else { panic!() };
-    assert_eq!((g.k_pad, g.gpr, g.base_bytes, g.high_offset, g.high_bytes, g.scale_offset, g.bytes), (256, 4, 256, 256, 64, 512, 528));
+    assert_eq!(
+        (g.k_pad, g.gpr, g.base_bytes, g.high_offset, g.high_bytes, g.scale_offset, g.bytes),
+        (256, 4, 256, 256, 64, 512, 528)
+    );
     // Code (1, 129) = 15 (low nibble 0xF, high bit 0) or -1 (word 31: high bit 1): g 2, i 1, rec 6.
     let mut codes = vec![0i8; 260];
     codes[130 + 129] = -1;
     let scales = vec![S1_5; 6];
     let mut scales_marked = scales.clone();
     scales_marked[3 + 2] = 0x3C00; // row 1, group 2
-    let t = EncodedTensor::encode(&LogicalWords::Grouped(GroupedWords { format: Format::Q5G64Fp16, n: 2, k: 130, codes, scales: scales_marked }), Layout::RowSplitK128V1).unwrap();
+    let t = EncodedTensor::encode(
+        &LogicalWords::Grouped(GroupedWords { format: Format::Q5G64Fp16, n: 2, k: 130, codes, scales: scales_marked }),
+        Layout::RowSplitK128V1,
+    )
+    .unwrap();
     let p = t.payload();
     assert_eq!(p.len(), 528);
     assert_eq!(p[192], 0xF0, "low nibble of code (1,129) is the high nibble of byte 192");
@@ -81,24 +96,42 @@ fn worked_payload_sizes() {
         (Format::Q4G64Fp16, [7168, 5120], 19_496_960),
         (Format::Q5G64Fp16, [2, 130], 528),
     ] {
-        assert_eq!(TensorDesc::new(format, Layout::RowSplitK128V1, &shape).encoded_bytes(), Ok(bytes), "{format} {shape:?}");
+        assert_eq!(
+            TensorDesc::new(format, Layout::RowSplitK128V1, &shape).encoded_bytes(),
+            Ok(bytes),
+            "{format} {shape:?}"
+        );
     }
 }
 
 #[test]
 fn nvfp4_worked_geometry_and_swizzle() {
-    let PayloadGeometry::BlockScale(g) = TensorDesc::new(Format::Nvfp4, Layout::BlockScaleK16M128x4V1, &[128, 64]).geometry().unwrap() else { panic!() };
+    let PayloadGeometry::BlockScale(g) =
+        TensorDesc::new(Format::Nvfp4, Layout::BlockScaleK16M128x4V1, &[128, 64]).geometry().unwrap()
+    else {
+        panic!()
+    };
     assert_eq!((g.code_bytes, g.scale_offset, g.scale_bytes, g.divisor_offset, g.bytes), (4096, 4096, 512, 4608, 4612));
     for row in 0..128 {
         for lane in 0..4 {
             assert_eq!(g.scale_index(row, lane), 4096 + (row % 32) * 16 + (row / 32) * 4 + lane);
         }
     }
-    let PayloadGeometry::BlockScale(g) = TensorDesc::new(Format::Nvfp4, Layout::BlockScaleK16M128x4V1, &[256, 128]).geometry().unwrap() else { panic!() };
+    let PayloadGeometry::BlockScale(g) =
+        TensorDesc::new(Format::Nvfp4, Layout::BlockScaleK16M128x4V1, &[256, 128]).geometry().unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(g.scale_index(200, 100 / 16), 16384 + 1674);
     assert_eq!((g.divisor_offset, g.bytes), (18432, 18436));
     // Element (200, 100) encodes into code byte 12850's low nibble and the swizzled scale byte.
-    let mut w = Nvfp4Words { n: 256, k: 128, codes: vec![0; 256 * 128], scales: vec![0; 256 * 8], divisors: vec![2.0f32.to_bits()] };
+    let mut w = Nvfp4Words {
+        n: 256,
+        k: 128,
+        codes: vec![0; 256 * 128],
+        scales: vec![0; 256 * 8],
+        divisors: vec![2.0f32.to_bits()],
+    };
     w.codes[200 * 128 + 100] = 0x7;
     w.codes[200 * 128 + 101] = 0x9;
     w.scales[200 * 8 + 6] = 0x38;
@@ -115,7 +148,13 @@ fn nvfp4_worked_geometry_and_swizzle() {
 #[test]
 fn row_scale_v1_example() {
     let codes = vec![0x00, 0x80, 0x38, 0xb8, 0x40, 0xc0, 0x7e, 0xfe];
-    let w = Fp8RowWords { format: Format::Fp8E4m3fnRowBf16, n: 2, k: 4, codes: codes.clone(), scales: vec![0x3F00, 0x4000] };
+    let w = Fp8RowWords {
+        format: Format::Fp8E4m3fnRowBf16,
+        n: 2,
+        k: 4,
+        codes: codes.clone(),
+        scales: vec![0x3F00, 0x4000],
+    };
     let t = EncodedTensor::encode(&LogicalWords::Fp8Row(w), Layout::RowScaleV1).unwrap();
     let p = t.payload();
     assert_eq!(p.len(), 260);
@@ -130,7 +169,13 @@ fn row_scale_v1_example() {
 
 #[test]
 fn row_interleaved_v1_example() {
-    let w = Fp8RowWords { format: Format::Fp8E4m3fnRowFp16, n: 2, k: 4, codes: vec![0, 128, 56, 184, 64, 192, 126, 254], scales: vec![0x3800, 0x4000] };
+    let w = Fp8RowWords {
+        format: Format::Fp8E4m3fnRowFp16,
+        n: 2,
+        k: 4,
+        codes: vec![0, 128, 56, 184, 64, 192, 126, 254],
+        scales: vec![0x3800, 0x4000],
+    };
     let t = EncodedTensor::encode(&LogicalWords::Fp8Row(w), Layout::RowInterleavedV1).unwrap();
     assert_eq!(t.payload(), &[0x00, 0x80, 0x38, 0xb8, 0x00, 0x38, 0x40, 0xc0, 0x7e, 0xfe, 0x00, 0x40]);
     assert_eq!(TensorDesc::new(Format::Fp8E4m3fnRowFp16, Layout::RowInterleavedV1, &[2, 160]).encoded_bytes(), Ok(324));
@@ -177,7 +222,8 @@ fn row_slices_and_gathers_are_valid_standalone_tensors() {
             Dequantized::I32(_) => unreachable!(),
         };
         let k = shape[1];
-        let rows: Vec<usize> = if format == Format::Nvfp4 { (128..256).rev().chain(0..128).collect() } else { vec![3, 0, 3, 1] };
+        let rows: Vec<usize> =
+            if format == Format::Nvfp4 { (128..256).rev().chain(0..128).collect() } else { vec![3, 0, 3, 1] };
         let picked = t.gather_rows(&rows).unwrap();
         picked.validate().unwrap_or_else(|e| panic!("{format}: gathered tensor is valid: {e}"));
         assert_eq!(picked.shape(), &[rows.len(), k]);
@@ -191,14 +237,24 @@ fn row_slices_and_gathers_are_valid_standalone_tensors() {
         let s = t.slice_rows(slice_rows.clone()).unwrap();
         s.validate().unwrap();
         let Dequantized::F32(v) = dequant(&s).unwrap() else { panic!() };
-        assert_eq!(v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), full[slice_rows.start * k..slice_rows.end * k].iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "{format} slice");
+        assert_eq!(
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            full[slice_rows.start * k..slice_rows.end * k].iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            "{format} slice"
+        );
     }
 }
 
 #[test]
 fn nvfp4_gathers_regroup_divisors_or_refuse_mixed_tiles() {
     let n = 256;
-    let w = Nvfp4Words { n, k: 64, codes: vec![2; n * 64], scales: vec![0x38; n * 4], divisors: vec![1f32.to_bits(), 4f32.to_bits()] };
+    let w = Nvfp4Words {
+        n,
+        k: 64,
+        codes: vec![2; n * 64],
+        scales: vec![0x38; n * 4],
+        divisors: vec![1f32.to_bits(), 4f32.to_bits()],
+    };
     let t = EncodedTensor::encode(&LogicalWords::Nvfp4(w), Layout::BlockScaleK16M128x4V1).unwrap();
     let same_source = t.slice_rows(128..256).unwrap();
     assert_eq!(same_source.desc().divisors, 1, "one source matrix, one divisor");

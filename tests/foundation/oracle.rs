@@ -62,7 +62,7 @@ fn matvec_accumulates_in_f64_from_exact_weights() {
 fn matvec_refuses_int32_wrong_rank_and_wrong_x() {
     let w = DirectWords { format: Format::Int32, shape: vec![1, 2], words: vec![1, 2] };
     let t = EncodedTensor::encode(&LogicalWords::Direct(w), Layout::ContiguousLeV1).unwrap();
-    assert!(matches!(matvec(&t, &[1.0, 1.0]), Err(Error::Unsupported(m)) if m.contains("int32 has no matvec")));
+    assert!(matches!(matvec(&t, &[1.0, 1.0]), Err(Error::Unsupported(m)) if m.contains("int32 has no matmul")));
     let w = DirectWords { format: Format::Bf16, shape: vec![2], words: vec![0x3F80, 0x4000] };
     let t = EncodedTensor::encode(&LogicalWords::Direct(w), Layout::ContiguousLeV1).unwrap();
     assert!(matches!(matvec(&t, &[1.0, 1.0]), Err(Error::Unsupported(_))), "rank 1 has no matvec");

@@ -42,10 +42,29 @@ const PAIRS: [(&str, &[&str]); 6] = [
     ("block_scale_k16_m128x4_v1", &["nvfp4"]),
     ("row_scale_v1", &["fp8_e4m3fn_row_bf16"]),
     ("row_interleaved_v1", &["fp8_e4m3fn_row_fp16"]),
-    ("gguf_blocks_v1", &[
-        "gguf_q8_0", "gguf_q4_0", "gguf_q5_0", "gguf_q2_0", "gguf_q2_k", "gguf_q3_k", "gguf_q4_k", "gguf_q5_k", "gguf_q6_k",
-        "gguf_iq2_xxs", "gguf_iq2_xs", "gguf_iq3_xxs", "gguf_iq1_s", "gguf_iq4_nl", "gguf_iq3_s", "gguf_iq2_s", "gguf_iq4_xs", "gguf_iq1_m",
-    ]),
+    (
+        "gguf_blocks_v1",
+        &[
+            "gguf_q8_0",
+            "gguf_q4_0",
+            "gguf_q5_0",
+            "gguf_q2_0",
+            "gguf_q2_k",
+            "gguf_q3_k",
+            "gguf_q4_k",
+            "gguf_q5_k",
+            "gguf_q6_k",
+            "gguf_iq2_xxs",
+            "gguf_iq2_xs",
+            "gguf_iq3_xxs",
+            "gguf_iq1_s",
+            "gguf_iq4_nl",
+            "gguf_iq3_s",
+            "gguf_iq2_s",
+            "gguf_iq4_xs",
+            "gguf_iq1_m",
+        ],
+    ),
 ];
 
 #[test]
@@ -63,7 +82,9 @@ fn registry_holds_exactly_the_thirty_reference_formats() {
 
 #[test]
 fn direct_rows_match_the_reference() {
-    for (name, bits, category) in [("bf16", 16, Category::DirectFloat), ("fp32", 32, Category::DirectFloat), ("int32", 32, Category::DirectInt)] {
+    for (name, bits, category) in
+        [("bf16", 16, Category::DirectFloat), ("fp32", 32, Category::DirectFloat), ("int32", 32, Category::DirectInt)]
+    {
         let f: Format = name.parse().unwrap();
         let spec = f.spec();
         assert_eq!(spec.category, category, "{name}");
@@ -135,7 +156,10 @@ fn unknown_names_are_errors_listing_the_valid_names() {
         }
         other => panic!("expected an unknown-format error, got {other:?}"),
     }
-    assert!(matches!("Q4_G64_FP16".parse::<Format>(), Err(Error::UnknownName { .. })), "names are canonical lower case");
+    assert!(
+        matches!("Q4_G64_FP16".parse::<Format>(), Err(Error::UnknownName { .. })),
+        "names are canonical lower case"
+    );
     assert!(matches!("row_split".parse::<Layout>(), Err(Error::UnknownName { kind: "layout", .. })));
 }
 

@@ -11,7 +11,12 @@ const NS: [usize; 4] = [1, 3, 128, 256];
 fn matrix_formats() -> Vec<(Format, Layout)> {
     Format::ALL
         .into_iter()
-        .filter(|f| matches!(f.spec().layouts[0], Layout::RowSplitK128V1 | Layout::RowScaleV1 | Layout::RowInterleavedV1 | Layout::ContiguousLeV1))
+        .filter(|f| {
+            matches!(
+                f.spec().layouts[0],
+                Layout::RowSplitK128V1 | Layout::RowScaleV1 | Layout::RowInterleavedV1 | Layout::ContiguousLeV1
+            )
+        })
         .map(|f| (f, f.spec().layouts[0]))
         .collect()
 }

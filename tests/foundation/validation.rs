@@ -2,7 +2,9 @@
 //! the legal edges right beside them are accepted.
 
 use ninfer_wgpu::layout::PayloadGeometry;
-use ninfer_wgpu::{EncodedTensor, Error, Format, Fp8RowWords, GroupedWords, Layout, LogicalWords, Nvfp4Words, TensorDesc};
+use ninfer_wgpu::{
+    EncodedTensor, Error, Format, Fp8RowWords, GroupedWords, Layout, LogicalWords, Nvfp4Words, TensorDesc,
+};
 
 fn grouped(format: Format, n: usize, k: usize, fill: i8, scale: u16) -> EncodedTensor<'static> {
     let (group, ..) = format.grouped().unwrap();
@@ -29,7 +31,9 @@ fn scale_offset(t: &EncodedTensor) -> usize {
 #[track_caller]
 fn refused(t: &EncodedTensor, needle: &str) {
     match t.validate() {
-        Err(Error::InvalidWord { rule, .. }) => assert!(rule.contains(needle), "rule `{rule}` should mention `{needle}`"),
+        Err(Error::InvalidWord { rule, .. }) => {
+            assert!(rule.contains(needle), "rule `{rule}` should mention `{needle}`")
+        }
         other => panic!("expected an invalid word ({needle}), got {other:?}"),
     }
     assert!(t.decode().is_err(), "decode refuses what validate refuses");
@@ -39,7 +43,9 @@ fn refused(t: &EncodedTensor, needle: &str) {
 #[track_caller]
 fn bad_padding(t: &EncodedTensor, needle: &str) {
     match t.validate() {
-        Err(Error::Padding { location, .. }) => assert!(location.contains(needle), "location `{location}` should mention `{needle}`"),
+        Err(Error::Padding { location, .. }) => {
+            assert!(location.contains(needle), "location `{location}` should mention `{needle}`")
+        }
         other => panic!("expected a padding error at {needle}, got {other:?}"),
     }
 }
@@ -110,7 +116,13 @@ fn row_split_padding_must_be_canonical() {
 }
 
 fn nvfp4() -> EncodedTensor<'static> {
-    let w = Nvfp4Words { n: 128, k: 64, codes: vec![0xF; 128 * 64], scales: vec![0x7E; 128 * 4], divisors: vec![0.5f32.to_bits()] };
+    let w = Nvfp4Words {
+        n: 128,
+        k: 64,
+        codes: vec![0xF; 128 * 64],
+        scales: vec![0x7E; 128 * 4],
+        divisors: vec![0.5f32.to_bits()],
+    };
     EncodedTensor::encode(&LogicalWords::Nvfp4(w), Layout::BlockScaleK16M128x4V1).unwrap()
 }
 
@@ -125,10 +137,18 @@ fn nvfp4_scales_and_divisors() {
     mutated(&t, &[(scale_at, 0x00)]).validate().unwrap();
     for bad in [0.0f32, -0.0, -1.0, f32::INFINITY, f32::NAN] {
         let b = bad.to_le_bytes();
-        refused(&mutated(&t, &[(divisor_at, b[0]), (divisor_at + 1, b[1]), (divisor_at + 2, b[2]), (divisor_at + 3, b[3])]), "strictly positive");
+        refused(
+            &mutated(&t, &[(divisor_at, b[0]), (divisor_at + 1, b[1]), (divisor_at + 2, b[2]), (divisor_at + 3, b[3])]),
+            "strictly positive",
+        );
     }
     let tiny = f32::from_bits(1).to_le_bytes();
-    mutated(&t, &[(divisor_at, tiny[0]), (divisor_at + 1, tiny[1]), (divisor_at + 2, tiny[2]), (divisor_at + 3, tiny[3])]).validate().unwrap();
+    mutated(
+        &t,
+        &[(divisor_at, tiny[0]), (divisor_at + 1, tiny[1]), (divisor_at + 2, tiny[2]), (divisor_at + 3, tiny[3])],
+    )
+    .validate()
+    .unwrap();
 }
 
 fn fp8(format: Format, layout: Layout, codes: Vec<u8>, scale: u16) -> EncodedTensor<'static> {
@@ -138,7 +158,10 @@ fn fp8(format: Format, layout: Layout, codes: Vec<u8>, scale: u16) -> EncodedTen
 
 #[test]
 fn fp8_codes_and_row_scales() {
-    for (format, layout, scale_at, inf) in [(Format::Fp8E4m3fnRowBf16, Layout::RowScaleV1, 256, 0x7F80u16), (Format::Fp8E4m3fnRowFp16, Layout::RowInterleavedV1, 4, 0x7C00)] {
+    for (format, layout, scale_at, inf) in [
+        (Format::Fp8E4m3fnRowBf16, Layout::RowScaleV1, 256, 0x7F80u16),
+        (Format::Fp8E4m3fnRowFp16, Layout::RowInterleavedV1, 4, 0x7C00),
+    ] {
         let t = fp8(format, layout, vec![0x7E, 0xFE, 0x01, 0x80], 0x3C00);
         t.validate().unwrap();
         refused(&mutated(&t, &[(1, 0xFF)]), "NaN");
@@ -159,13 +182,31 @@ fn fp8_codes_and_row_scales() {
 #[test]
 fn encoders_refuse_invalid_words_instead_of_storing_them() {
     let w = GroupedWords { format: Format::Q8G32Fp16, n: 1, k: 2, codes: vec![-128, 0], scales: vec![0x3C00] };
-    assert!(matches!(EncodedTensor::encode(&LogicalWords::Grouped(w), Layout::RowSplitK128V1), Err(Error::InvalidWord { .. })));
+    assert!(matches!(
+        EncodedTensor::encode(&LogicalWords::Grouped(w), Layout::RowSplitK128V1),
+        Err(Error::InvalidWord { .. })
+    ));
     let w = GroupedWords { format: Format::Q4G64Fp16, n: 1, k: 2, codes: vec![8, 0], scales: vec![0x3C00] };
-    assert!(matches!(EncodedTensor::encode(&LogicalWords::Grouped(w), Layout::RowSplitK128V1), Err(Error::InvalidWord { .. })), "+8 is not a q4 code");
+    assert!(
+        matches!(
+            EncodedTensor::encode(&LogicalWords::Grouped(w), Layout::RowSplitK128V1),
+            Err(Error::InvalidWord { .. })
+        ),
+        "+8 is not a q4 code"
+    );
     let w = GroupedWords { format: Format::Q4G64Fp16, n: 1, k: 2, codes: vec![0, 0], scales: vec![] };
-    assert!(matches!(EncodedTensor::encode(&LogicalWords::Grouped(w), Layout::RowSplitK128V1), Err(Error::Words(_))), "scale count checked");
+    assert!(
+        matches!(EncodedTensor::encode(&LogicalWords::Grouped(w), Layout::RowSplitK128V1), Err(Error::Words(_))),
+        "scale count checked"
+    );
     let w = Fp8RowWords { format: Format::Fp8E4m3fnRowBf16, n: 1, k: 1, codes: vec![1], scales: vec![0x3C00] };
-    assert!(matches!(EncodedTensor::encode(&LogicalWords::Fp8Row(w), Layout::RowInterleavedV1), Err(Error::FormatLayout { .. })), "bf16 rows live in row_scale_v1");
+    assert!(
+        matches!(
+            EncodedTensor::encode(&LogicalWords::Fp8Row(w), Layout::RowInterleavedV1),
+            Err(Error::FormatLayout { .. })
+        ),
+        "bf16 rows live in row_scale_v1"
+    );
 }
 
 #[test]

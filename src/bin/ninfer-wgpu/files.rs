@@ -1,5 +1,5 @@
-//! The file commands: `inspect`, `dequant`, `matvec` and `quantize` over `.ninfer` artifacts
-//! (`inspect`, `dequant` and `matvec` also read `.gguf` files).
+//! The file commands: `inspect`, `dequant`, `matvec`, `gather` and `quantize` over `.ninfer`
+//! artifacts (all but `quantize` also read `.gguf` files).
 //!
 //! TENSOR names an object id or a binding (a GGUF tensor name for `.gguf`). A binding made of
 //! several parts resolves to several row blocks; outputs are their concatenation, which is the
@@ -13,6 +13,7 @@ use ninfer_wgpu::encode::grouped::{self, SearchOptions};
 use ninfer_wgpu::encode::{fp8_row, Encoded};
 use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
 use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, Op, Platform, Variant};
+use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::oracle::{self, Dequantized};
 use ninfer_wgpu::{Category, EncodedTensor, Error, Format};
 use serde_json::json;
@@ -38,12 +39,23 @@ pub enum Method {
     Fp8RowMaxabs,
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, bytes).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+/// Writes `bytes` to `path`, or to standard output without one; returns where they went.
+fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<String, Error> {
+    match path {
+        Some(p) => std::fs::write(p, bytes)
+            .map(|_| p.display().to_string())
+            .map_err(|e| Error::Io(format!("{}: {e}", p.display()))),
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|_| out.flush()).map_err(|e| Error::Io(format!("standard output: {e}")))?;
+            Ok("standard output".into())
+        }
+    }
 }
 
 fn open_gpu(adapter: Option<String>) -> Result<Gpu, Error> {
-    Gpu::open(&GpuOptions { adapter, ..Default::default() })
+    block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))
 }
 
 /// A `.ninfer` artifact or a `.gguf` file, told apart by the first four bytes.
@@ -55,7 +67,8 @@ enum Opened {
 impl Opened {
     fn open(file: &Path) -> Result<Opened, Error> {
         let mut magic = [0u8; 4];
-        let is_gguf = std::fs::File::open(file).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"GGUF";
+        let is_gguf = std::fs::File::open(file).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok()
+            && &magic == b"GGUF";
         Ok(if is_gguf { Opened::Gguf(GgufFile::open(file)?) } else { Opened::Ninfer(Artifact::open(file)?) })
     }
 
@@ -76,10 +89,10 @@ fn inspect_gguf(file: &GgufFile, platform: Option<&Platform>, gpu_note: &str, as
         tensors.push(match &t.kind {
             TensorKind::Registered { format, layout, shape } => {
                 let st = |op| capability::status(*format, *layout, op, Variant::Workgroup, platform);
-                json!({ "id": t.name, "format": format.name(), "layout": layout.name(), "shape": shape, "bytes": t.bytes, "dequant": st(Op::Dequant), "matvec": st(Op::Matvec), "error": null })
+                json!({ "id": t.name, "format": format.name(), "layout": layout.name(), "shape": shape, "bytes": t.bytes, "dequant": st(Op::Dequant), "matmul": st(Op::Matmul), "gather": st(Op::Gather), "error": null })
             }
             TensorKind::NotRegistered { type_name } => {
-                json!({ "id": t.name, "format": type_name, "layout": null, "shape": t.dims, "bytes": t.bytes, "dequant": null, "matvec": null, "error": format!("ggml type {} ({type_name}): format not registered", t.ggml_type) })
+                json!({ "id": t.name, "format": type_name, "layout": null, "shape": t.dims, "bytes": t.bytes, "dequant": null, "matmul": null, "gather": null, "error": format!("ggml type {} ({type_name}): format not registered", t.ggml_type) })
             }
         });
     }
@@ -94,7 +107,10 @@ fn inspect_gguf(file: &GgufFile, platform: Option<&Platform>, gpu_note: &str, as
 
 fn print_tensors(gpu_note: &str, tensors: &[serde_json::Value]) {
     println!("{gpu_note}");
-    println!("{:<24} {:<22} {:<26} {:<16} {:>12}  dequant / matvec", "id", "format", "layout", "shape", "bytes");
+    println!(
+        "{:<24} {:<22} {:<26} {:<16} {:>12}  dequant / matmul / gather",
+        "id", "format", "layout", "shape", "bytes"
+    );
     let show = |s: &serde_json::Value| match s.get("status").and_then(|v| v.as_str()) {
         Some("supported") => "supported".to_string(),
         Some(_) => format!("unsupported: {}", s.get("reason").and_then(|r| r.as_str()).unwrap_or("")),
@@ -103,9 +119,16 @@ fn print_tensors(gpu_note: &str, tensors: &[serde_json::Value]) {
     for t in tensors {
         let status = match t["error"].as_str() {
             Some(e) => format!("error: {e}"),
-            None => format!("{} / {}", show(&t["dequant"]), show(&t["matvec"])),
+            None => format!("{} / {} / {}", show(&t["dequant"]), show(&t["matmul"]), show(&t["gather"])),
         };
-        println!("{:<24} {:<22} {:<26} {:<16} {:>12}  {status}", t["id"].as_str().unwrap_or(""), t["format"].as_str().unwrap_or(""), t["layout"].as_str().unwrap_or(""), t["shape"].to_string(), t["bytes"].as_u64().unwrap_or(0));
+        println!(
+            "{:<24} {:<22} {:<26} {:<16} {:>12}  {status}",
+            t["id"].as_str().unwrap_or(""),
+            t["format"].as_str().unwrap_or(""),
+            t["layout"].as_str().unwrap_or(""),
+            t["shape"].to_string(),
+            t["bytes"].as_u64().unwrap_or(0)
+        );
     }
 }
 
@@ -131,18 +154,21 @@ pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bo
                 // The first-use checks (names, geometry, size) read no payload.
                 let status = artifact.tensor_desc(&o.id).map(|d| {
                     let st = |op| capability::status(d.format, d.layout, op, Variant::Workgroup, platform);
-                    (st(Op::Dequant), st(Op::Matvec))
+                    (st(Op::Dequant), st(Op::Matmul), st(Op::Gather))
                 });
-                let (dequant, matvec, error) = match status {
-                    Ok((d, m)) => (Some(d), Some(m), None),
-                    Err(e) => (None, None, Some(e.to_string())),
+                let (dequant, matmul, gather, error) = match status {
+                    Ok((d, m, g)) => (Some(d), Some(m), Some(g), None),
+                    Err(e) => (None, None, None, Some(e.to_string())),
                 };
-                tensors.push(json!({ "id": o.id, "format": format, "layout": layout, "shape": shape, "divisors": divisors, "offset": o.offset, "bytes": o.bytes, "dequant": dequant, "matvec": matvec, "error": error }));
+                tensors.push(json!({ "id": o.id, "format": format, "layout": layout, "shape": shape, "divisors": divisors, "offset": o.offset, "bytes": o.bytes, "dequant": dequant, "matmul": matmul, "gather": gather, "error": error }));
             }
-            ObjectKind::Resource { encoding } => resources.push(json!({ "id": o.id, "encoding": encoding, "offset": o.offset, "bytes": o.bytes })),
+            ObjectKind::Resource { encoding } => {
+                resources.push(json!({ "id": o.id, "encoding": encoding, "offset": o.offset, "bytes": o.bytes }))
+            }
         }
     }
-    let files: Vec<_> = root.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect();
+    let files: Vec<_> =
+        root.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect();
     if as_json {
         let report = json!({
             "artifact_id": hex(&artifact.artifact_id()),
@@ -159,15 +185,29 @@ pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bo
         return Ok(true);
     }
     let name = root.metadata.as_ref().and_then(|m| m.get("name")).and_then(|n| n.as_str()).unwrap_or("(unnamed)");
-    println!("{name}: artifact {} in {} file(s), {} payload bytes", hex(&artifact.artifact_id()), root.files.len(), root.payload_bytes());
+    println!(
+        "{name}: artifact {} in {} file(s), {} payload bytes",
+        hex(&artifact.artifact_id()),
+        root.files.len(),
+        root.payload_bytes()
+    );
     print_tensors(&gpu_note, &tensors);
     for r in &resources {
-        println!("resource {} ({}, {} bytes)", r["id"].as_str().unwrap_or(""), r["encoding"].as_str().unwrap_or(""), r["bytes"].as_u64().unwrap_or(0));
+        println!(
+            "resource {} ({}, {} bytes)",
+            r["id"].as_str().unwrap_or(""),
+            r["encoding"].as_str().unwrap_or(""),
+            r["bytes"].as_u64().unwrap_or(0)
+        );
     }
     for (name, b) in &root.bindings {
         let what = match b {
             Binding::Object(id) => id.clone(),
-            Binding::Parts(parts) => parts.iter().map(|p| format!("{}[{}..{})", p.object, p.range.start, p.range.end)).collect::<Vec<_>>().join(" + "),
+            Binding::Parts(parts) => parts
+                .iter()
+                .map(|p| format!("{}[{}..{})", p.object, p.range.start, p.range.end))
+                .collect::<Vec<_>>()
+                .join(" + "),
         };
         println!("binding {name} = {what}");
     }
@@ -186,7 +226,13 @@ fn le_bytes(d: Dequantized) -> Vec<u8> {
 }
 
 /// `dequant`: the logical tensor's values, C order, raw little-endian.
-pub fn dequant(file: &Path, tensor: &str, device: Device, adapter: Option<String>, output: &Path) -> Result<bool, Error> {
+pub fn dequant(
+    file: &Path,
+    tensor: &str,
+    device: Device,
+    adapter: Option<String>,
+    output: &Path,
+) -> Result<bool, Error> {
     let opened = Opened::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let mut out = Vec::new();
@@ -200,58 +246,195 @@ pub fn dequant(file: &Path, tensor: &str, device: Device, adapter: Option<String
             let gpu = open_gpu(adapter)?;
             for t in &pieces {
                 // The kernel returns binary32 words (int32: the integer words) as u32.
-                out.extend(gpu.dequant(&gpu.upload(t)?)?.iter().flat_map(|w| w.to_le_bytes()));
+                let words = block_on(async { gpu.dequant(&gpu.upload(t).await?).await })?;
+                out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
             }
         }
     }
-    write_file(output, &out)?;
-    eprintln!("{tensor}: {} values to {}", out.len() / 4, output.display());
+    let to = write_output(Some(output), &out)?;
+    eprintln!("{tensor}: {} values to {to}", out.len() / 4);
     Ok(true)
 }
 
-fn read_f32s(path: &Path) -> Result<Vec<f32>, Error> {
+fn read_words(path: &Path, what: &str) -> Result<Vec<[u8; 4]>, Error> {
     let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
     if bytes.len() % 4 != 0 {
-        return Err(Error::Io(format!("{}: {} bytes is not a whole number of little-endian f32 values", path.display(), bytes.len())));
+        return Err(Error::Io(format!(
+            "{}: {} bytes is not a whole number of little-endian {what} values",
+            path.display(),
+            bytes.len()
+        )));
     }
-    Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    Ok(bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())
 }
 
-/// `matvec`: `y = W x` for a rank-2 tensor, raw little-endian f32.
-pub fn matvec(file: &Path, tensor: &str, x: &Path, device: Device, adapter: Option<String>, output: &Path) -> Result<bool, Error> {
-    let opened = Opened::open(file)?;
-    let pieces = opened.pieces(tensor)?;
-    let x = read_f32s(x)?;
-    let mut y: Vec<f32> = Vec::new();
-    match device {
-        // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
-        Device::Cpu => {
-            for t in &pieces {
-                y.extend(oracle::matvec(t, &x)?.y.iter().map(|&v| v as f32));
+/// The rank-2 pieces' shared K and total N (a multi-part binding stacks row blocks).
+fn stacked(pieces: &[EncodedTensor], op: &str) -> Result<(usize, usize), Error> {
+    let mut shape = None;
+    let mut n = 0;
+    for t in pieces {
+        match (t.shape(), shape) {
+            ([rows, k], None | Some(_)) if shape.is_none_or(|s| s == *k) => {
+                shape = Some(*k);
+                n += rows;
             }
-        }
-        Device::Gpu => {
-            let gpu = open_gpu(adapter)?;
-            for t in &pieces {
-                y.extend(gpu.matvec(&gpu.upload(t)?, &x)?);
+            (s, _) => {
+                return Err(Error::Unsupported(format!("{op} needs rank-2 [N, K] pieces of one K, got shape {s:?}")))
             }
         }
     }
-    write_file(output, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
-    eprintln!("{tensor}: {} outputs to {}", y.len(), output.display());
+    Ok((n, shape.unwrap_or(0)))
+}
+
+/// `matvec`: `Y = W X` for a rank-2 tensor and J columns, raw little-endian f32.
+pub fn matvec(
+    file: &Path,
+    tensor: &str,
+    x: &Path,
+    columns: usize,
+    device: Device,
+    adapter: Option<String>,
+    output: Option<&Path>,
+) -> Result<bool, Error> {
+    let opened = Opened::open(file)?;
+    let pieces = opened.pieces(tensor)?;
+    let (n, k) = stacked(&pieces, "matvec")?;
+    let xs: Vec<f32> = read_words(x, "f32")?.into_iter().map(f32::from_le_bytes).collect();
+    if columns == 0 || columns > ninfer_wgpu::gpu::MAX_COLUMNS {
+        return Err(Error::Unsupported(format!(
+            "--columns takes 1..={}, got {columns}",
+            ninfer_wgpu::gpu::MAX_COLUMNS
+        )));
+    }
+    if xs.len() != k * columns {
+        return Err(Error::Shape {
+            layout: "matvec",
+            rule: "--x holds J columns of K f32 values",
+            detail: format!(
+                "J = {columns}, K = {k}: expected {} values, {} has {}",
+                k * columns,
+                x.display(),
+                xs.len()
+            ),
+        });
+    }
+    // Each piece gives J columns of its rows; Y is J columns of all N rows.
+    let mut y = vec![0f32; n * columns];
+    let gpu = match device {
+        Device::Cpu => None,
+        Device::Gpu => Some(open_gpu(adapter)?),
+    };
+    let mut row0 = 0;
+    for t in &pieces {
+        let rows = t.shape()[0];
+        // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
+        let part: Vec<f32> = match &gpu {
+            None => oracle::matmul(t, &xs, columns)?.y.iter().map(|&v| v as f32).collect(),
+            Some(gpu) => block_on(async { gpu.matmul(&gpu.upload(t).await?, &xs, columns).await })?,
+        };
+        for j in 0..columns {
+            y[j * n + row0..j * n + row0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
+        }
+        row0 += rows;
+    }
+    let to = write_output(output, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
+    eprintln!("{tensor}: {columns} column(s) of {n} outputs to {to}");
+    Ok(true)
+}
+
+/// `--rows`: `3,17,5` or `@FILE` of little-endian u32.
+fn parse_rows(spec: &str) -> Result<Vec<u32>, Error> {
+    if let Some(path) = spec.strip_prefix('@') {
+        return Ok(read_words(Path::new(path), "u32")?.into_iter().map(u32::from_le_bytes).collect());
+    }
+    spec.split(',')
+        .map(|r| {
+            r.trim().parse::<u32>().map_err(|_| Error::Shape {
+                layout: "gather",
+                rule: "--rows is a comma-separated list of row indices or @FILE",
+                detail: format!("`{r}` is not a row index"),
+            })
+        })
+        .collect()
+}
+
+/// `gather`: the values of the requested rows, in request order, raw little-endian.
+pub fn gather(
+    file: &Path,
+    tensor: &str,
+    rows: &str,
+    device: Device,
+    adapter: Option<String>,
+    output: Option<&Path>,
+) -> Result<bool, Error> {
+    let opened = Opened::open(file)?;
+    let pieces = opened.pieces(tensor)?;
+    let (n, k) = stacked(&pieces, "gather")?;
+    let rows = parse_rows(rows)?;
+    if let Some(&bad) = rows.iter().find(|&&r| r as usize >= n) {
+        return Err(Error::Shape {
+            layout: "gather",
+            rule: "rows are < N",
+            detail: format!("row index {bad} but N = {n}"),
+        });
+    }
+    // Each request goes to the piece holding its row; results are put back in request order.
+    let mut out = vec![[0u8; 4]; rows.len() * k];
+    let gpu = match device {
+        Device::Cpu => None,
+        Device::Gpu => Some(open_gpu(adapter)?),
+    };
+    let mut row0 = 0usize;
+    for t in &pieces {
+        let count = t.shape()[0];
+        let mine: Vec<(usize, u32)> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| (row0..row0 + count).contains(&(r as usize)))
+            .map(|(i, &r)| (i, (r as usize - row0) as u32))
+            .collect();
+        row0 += count;
+        if mine.is_empty() {
+            continue;
+        }
+        let local: Vec<u32> = mine.iter().map(|&(_, r)| r).collect();
+        let words: Vec<[u8; 4]> = match &gpu {
+            None => match oracle::gather(t, &local)? {
+                Dequantized::F32(v) => v.iter().map(|x| x.to_le_bytes()).collect(),
+                Dequantized::I32(v) => v.iter().map(|x| x.to_le_bytes()).collect(),
+            },
+            Some(gpu) => block_on(async { gpu.gather(&gpu.upload(t).await?, &local).await })?
+                .iter()
+                .map(|w| w.to_le_bytes())
+                .collect(),
+        };
+        for (slot, &(i, _)) in mine.iter().enumerate() {
+            out[i * k..(i + 1) * k].copy_from_slice(&words[slot * k..(slot + 1) * k]);
+        }
+    }
+    let to = write_output(output, out.as_flattened())?;
+    eprintln!("{tensor}: {} row(s) of {k} values to {to}", rows.len());
     Ok(true)
 }
 
 fn matrix(t: &FloatTensor, format: Format) -> Result<(usize, usize), Error> {
     match t.shape[..] {
         [n, k] => Ok((n, k)),
-        _ => Err(Error::Unsupported(format!("{}: {format} quantizes rank-2 [N, K] tensors only; shape is {:?}", t.name, t.shape))),
+        _ => Err(Error::Unsupported(format!(
+            "{}: {format} quantizes rank-2 [N, K] tensors only; shape is {:?}",
+            t.name, t.shape
+        ))),
     }
 }
 
 /// Runs the conversion `format` and `method` name on one input tensor.
 fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result<Encoded, Error> {
-    let refuse = |m: Method| Err(Error::Unsupported(format!("method {:?} does not produce {format}", m.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default())));
+    let refuse = |m: Method| {
+        Err(Error::Unsupported(format!(
+            "method {:?} does not produce {format}",
+            m.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
+        )))
+    };
     match format.category() {
         Category::Grouped => {
             let (n, k) = matrix(t, format)?;
@@ -295,9 +478,20 @@ pub fn quantize(input: &Path, output: &Path, format: &str, method: Option<Method
     let mut writer = ArtifactWriter::new();
     for t in &tensors {
         let mut encoded = encode_one(t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", t.name)))?;
-        encoded.provenance = encoded.provenance.with("source_file", source_file.clone()).with("source_tensor", t.name.clone()).with("source_dtype", t.dtype());
+        encoded.provenance = encoded
+            .provenance
+            .with("source_file", source_file.clone())
+            .with("source_tensor", t.name.clone())
+            .with("source_dtype", t.dtype());
         let desc = encoded.tensor.desc().clone();
-        println!("{:<24} {:<22} {:?} {} bytes ({})", t.name, desc.format, desc.shape, encoded.tensor.payload().len(), encoded.provenance.method);
+        println!(
+            "{:<24} {:<22} {:?} {} bytes ({})",
+            t.name,
+            desc.format,
+            desc.shape,
+            encoded.tensor.payload().len(),
+            encoded.provenance.method
+        );
         writer.add_encoded(t.name.clone(), encoded)?;
         writer.bind(t.name.clone(), Binding::Object(t.name.clone()));
     }
@@ -308,6 +502,11 @@ pub fn quantize(input: &Path, output: &Path, format: &str, method: Option<Method
     metadata.insert("producer".into(), json!(concat!("ninfer-wgpu ", env!("CARGO_PKG_VERSION"), " quantize")));
     writer.set_metadata(metadata);
     let written = writer.write(output)?;
-    println!("wrote {} (artifact {}, {} payload bytes)", output.display(), hex(&written.artifact_id), written.payload_bytes);
+    println!(
+        "wrote {} (artifact {}, {} payload bytes)",
+        output.display(),
+        hex(&written.artifact_id),
+        written.payload_bytes
+    );
     Ok(true)
 }
