@@ -28,7 +28,7 @@ pub const CHUNK: usize = 32;
 pub const MATMUL_ROWS: usize = 4;
 pub const WORDS_WG: usize = 64;
 /// Invocations per matmul workgroup, and the largest subgroup the subgroup variant accepts.
-pub const MATMUL_WG: u32 = 256;
+pub const MATMUL_WG: u32 = 64;
 pub const MATMUL_LANES: u32 = 64;
 /// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
 /// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).
