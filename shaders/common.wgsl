@@ -75,11 +75,6 @@ fn f16_bits_to_f32(h: u32) -> f32 {
     return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
 }
 
-// bf16 bits -> binary32: the word is the high half (numeric-formats.txt section 3.1).
-fn bf16_bits_to_f32(h: u32) -> f32 {
-    return bitcast<f32>(h << 16u);
-}
-
 // E4M3FN -> binary32 (no NaN words reach here: validated payloads only). Subnormals m * 2^-9 are
 // binary32 normals, built by an exact product.
 fn e4m3fn_to_f32(c: u32) -> f32 {
@@ -131,11 +126,6 @@ fn split_f32(bits: u32) -> vec2<f32> {
 fn divide_by_word(p: f32, d_bits: u32) -> f32 {
     let d = split_f32(d_bits);
     return scale_pow2(p / d.x, -i32(d.y));
-}
-
-// Sign-extends the low `bits` bits of u.
-fn sign_extend(u: u32, bits: u32) -> i32 {
-    return bitcast<i32>(u << (32u - bits)) >> (32u - bits);
 }
 
 // A chunk's 32 exact levels as eight vec4s (lane 4i + l is q[i][l]).

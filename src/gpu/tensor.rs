@@ -17,7 +17,7 @@ pub struct GpuTensor {
 impl GpuTensor {
     pub(super) async fn upload(gpu: &Gpu, tensor: &EncodedTensor<'_>) -> Result<GpuTensor> {
         let desc = tensor.desc().clone();
-        // Refuse before allocating anything: a format with no kernel cannot be used here.
+        // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
         let payload = tensor.payload();
         let padded = (payload.len() as u64).div_ceil(4) * 4;
