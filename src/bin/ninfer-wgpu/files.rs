@@ -270,20 +270,18 @@ fn read_words(path: &Path, what: &str) -> Result<Vec<[u8; 4]>, Error> {
 
 /// The rank-2 pieces' shared K and total N (a multi-part binding stacks row blocks).
 fn stacked(pieces: &[EncodedTensor], op: &str) -> Result<(usize, usize), Error> {
-    let mut shape = None;
+    let mut k = None;
     let mut n = 0;
     for t in pieces {
-        match (t.shape(), shape) {
-            ([rows, k], None | Some(_)) if shape.is_none_or(|s| s == *k) => {
-                shape = Some(*k);
+        match t.shape() {
+            [rows, cols] if k.is_none_or(|k| k == *cols) => {
+                k = Some(*cols);
                 n += rows;
             }
-            (s, _) => {
-                return Err(Error::Unsupported(format!("{op} needs rank-2 [N, K] pieces of one K, got shape {s:?}")))
-            }
+            s => return Err(Error::Unsupported(format!("{op} needs rank-2 [N, K] pieces of one K, got shape {s:?}"))),
         }
     }
-    Ok((n, shape.unwrap_or(0)))
+    Ok((n, k.unwrap_or(0)))
 }
 
 /// `matvec`: `Y = W X` for a rank-2 tensor and J columns, raw little-endian f32.
