@@ -58,6 +58,14 @@ fn open_gpu(adapter: Option<String>) -> Result<Gpu, Error> {
     block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))
 }
 
+/// The adapter `--device gpu` runs on, or `None` for the CPU oracle.
+fn gpu_for(device: Device, adapter: Option<String>) -> Result<Option<Gpu>, Error> {
+    match device {
+        Device::Cpu => Ok(None),
+        Device::Gpu => open_gpu(adapter).map(Some),
+    }
+}
+
 /// A `.ninfer` artifact or a `.gguf` file, told apart by the first four bytes.
 enum Opened {
     Ninfer(Artifact),
@@ -318,10 +326,7 @@ pub fn matvec(
     }
     // Each piece gives J columns of its rows; Y is J columns of all N rows.
     let mut y = vec![0f32; n * columns];
-    let gpu = match device {
-        Device::Cpu => None,
-        Device::Gpu => Some(open_gpu(adapter)?),
-    };
+    let gpu = gpu_for(device, adapter)?;
     let mut row0 = 0;
     for t in &pieces {
         let rows = t.shape()[0];
@@ -378,10 +383,7 @@ pub fn gather(
     }
     // Each request goes to the piece holding its row; results are put back in request order.
     let mut out = vec![[0u8; 4]; rows.len() * k];
-    let gpu = match device {
-        Device::Cpu => None,
-        Device::Gpu => Some(open_gpu(adapter)?),
-    };
+    let gpu = gpu_for(device, adapter)?;
     let mut row0 = 0usize;
     for t in &pieces {
         let count = t.shape()[0];
