@@ -31,7 +31,7 @@ fn matmul(c: &mut Criterion) {
             format.spec().layouts[0],
         )
         .expect("encode");
-        let uploaded = block_on(gpu.upload(&tensor)).expect("upload");
+        let uploaded = block_on(gpu.upload(&tensor.trusted())).expect("upload");
         let variant = capability::best_variant(format, Op::Matmul, gpu.platform());
         for columns in [1, 8] {
             let xs = random_activation(K * columns, &mut rng);

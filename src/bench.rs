@@ -112,7 +112,7 @@ pub fn bench_case(
     }
     let words = random_words(format, &[n, k], 1, rng, Words::Finite)?;
     let tensor = EncodedTensor::encode(&words, layout)?;
-    let uploaded = block_on(gpu.upload(&tensor))?;
+    let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
     let variant = capability::best_variant(format, op, gpu.platform());
     let xs = random_activation(k * columns, rng);
     let rows: Vec<u32> = (0..n).map(|_| rng.below(n as u64) as u32).collect();

@@ -278,7 +278,7 @@ pub async fn check_dequant(gpu: &Gpu, tensor: &EncodedTensor<'_>) -> Result<Case
     let mut result = blank(format, Op::Dequant, Variant::Workgroup, tensor.shape());
     result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
     let expect = oracle_words(tensor)?;
-    let got = gpu.dequant(&gpu.upload(tensor).await?).await?;
+    let got = gpu.dequant(&gpu.upload(&tensor.validate()?).await?).await?;
     (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), &expect, &got);
     Ok(result)
 }
@@ -293,7 +293,7 @@ pub async fn check_gather(gpu: &Gpu, tensor: &EncodedTensor<'_>, rows: &[u32]) -
         Dequantized::F32(v) => v.into_iter().map(f32::to_bits).collect::<Vec<_>>(),
         Dequantized::I32(v) => v.into_iter().map(|i| i as u32).collect(),
     };
-    let got = gpu.gather(&gpu.upload(tensor).await?, rows).await?;
+    let got = gpu.gather(&gpu.upload(&tensor.validate()?).await?, rows).await?;
     if got.len() != expect.len() {
         result.detail = format!("{} words back, {} expected", got.len(), expect.len());
         return Ok(result);
@@ -331,7 +331,7 @@ pub async fn check_matmul(
     result.columns = columns;
     result.criterion = "A32";
     let reference = oracle::matmul(tensor, xs, columns)?;
-    let got = gpu.matmul_with(&gpu.upload(tensor).await?, xs, columns, variant).await?;
+    let got = gpu.matmul_with(&gpu.upload(&tensor.validate()?).await?, xs, columns, variant).await?;
     let k = *tensor.shape().last().unwrap_or(&1);
     let probe = flushes(gpu).then(|| "probe: 2^-100 * 2^-30 returned 0, not the subnormal 2^-130".to_string());
     let case = MatmulCase {

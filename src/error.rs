@@ -7,7 +7,7 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum Error {
     /// A name that is not in a closed registry (format, layout, method…).
-    #[error("unknown {kind} `{name}`; valid names: {valid}")]
+    #[error("unknown {kind} `{}`; valid names: {}", clip(.name), message(.valid))]
     UnknownName { kind: &'static str, name: String, valid: String },
 
     /// A (format, layout) pair outside the closed set of layouts.md.
@@ -15,7 +15,7 @@ pub enum Error {
     FormatLayout { format: &'static str, layout: &'static str, allowed: &'static str },
 
     /// A logical shape or parameter that the layout or format does not allow.
-    #[error("{layout}: shape rule `{rule}` violated: {detail}")]
+    #[error("{layout}: shape rule `{rule}` violated: {}", message(.detail))]
     Shape { layout: &'static str, rule: &'static str, detail: String },
 
     /// A payload whose length differs from the layout's encoded size.
@@ -39,7 +39,7 @@ pub enum Error {
     Words(String),
 
     /// A combination that is well formed but not supported here (op, platform, limit).
-    #[error("unsupported: {0}")]
+    #[error("unsupported: {}", message(.0))]
     Unsupported(String),
 
     /// The GPU runtime failed (no adapter, device lost, out of memory, mapping failed).
@@ -48,11 +48,11 @@ pub enum Error {
 
     /// A `.ninfer` container that breaks a structural rule of container.md. `rule` quotes the
     /// rule (one of [`crate::container::rule`]); `detail` says where and what was found.
-    #[error("container rule violated: {rule}: {detail}")]
+    #[error("container rule violated: {rule}: {}", message(.detail))]
     Container { rule: &'static str, detail: String },
 
     /// Reading or writing a file failed.
-    #[error("io: {0}")]
+    #[error("io: {}", message(.0))]
     Io(String),
 }
 
@@ -63,3 +63,39 @@ impl From<std::io::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Longest stretch of foreign text (a header, a driver message) an error quotes.
+pub const MAX_QUOTE: usize = 200;
+/// Most names an error lists before eliding the rest with a count.
+pub const MAX_LISTED: usize = 12;
+
+/// Longest message a variant that carries free text shows.
+pub const MAX_MESSAGE: usize = 600;
+
+/// `text`, cut at [`MAX_QUOTE`] characters with the number left out, so an error stays short
+/// whatever a hostile file put in it.
+pub fn clip(text: &str) -> String {
+    clip_to(text, MAX_QUOTE)
+}
+
+fn clip_to(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} more characters)", &text[..cut], text[cut..].chars().count()),
+    }
+}
+
+fn message(text: &str) -> String {
+    clip_to(text, MAX_MESSAGE)
+}
+
+/// Up to [`MAX_LISTED`] distinct names, then how many more there are.
+pub fn short_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&str> = names.into_iter().filter(|n| seen.insert(*n)).collect();
+    let shown: Vec<&str> = distinct.iter().take(MAX_LISTED).copied().collect();
+    match distinct.len() - shown.len() {
+        0 => shown.join(", "),
+        more => format!("{}, … and {more} more", shown.join(", ")),
+    }
+}

@@ -24,5 +24,5 @@ pub mod words;
 pub use error::{Error, Result};
 pub use format::{Category, Format};
 pub use layout::Layout;
-pub use tensor::{EncodedTensor, TensorDesc};
+pub use tensor::{EncodedTensor, TensorDesc, Validated};
 pub use words::{BlockWords, DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};

@@ -45,6 +45,20 @@ impl TensorDesc {
     }
 }
 
+/// A tensor whose every word and padding byte obeys its format and layout: the only form that
+/// reaches a kernel (see [`EncodedTensor::validate`] and [`EncodedTensor::trusted`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Validated<'t, 'a> {
+    tensor: &'t EncodedTensor<'a>,
+}
+
+impl<'a> std::ops::Deref for Validated<'_, 'a> {
+    type Target = EncodedTensor<'a>;
+    fn deref(&self) -> &EncodedTensor<'a> {
+        self.tensor
+    }
+}
+
 /// A tensor's description and its stored payload, with the size already checked.
 ///
 /// Construction checks the (format, layout) pair, the shape rules and the exact size; it does not
@@ -103,9 +117,19 @@ impl<'a> EncodedTensor<'a> {
         &self.payload
     }
 
-    /// Checks every word rule of the format and every canonical padding byte of the layout.
-    pub fn validate(&self) -> Result<()> {
-        layout::validate(&self.geometry, &self.desc.shape, &self.payload)
+    /// Checks every word rule of the format and every canonical padding byte of the layout; the
+    /// proof is what an upload takes. A fast scan per layout decides; when it finds anything, the
+    /// word-by-word reference path names the rule and the place.
+    pub fn validate(&self) -> Result<Validated<'_, 'a>> {
+        layout::validate(&self.geometry, &self.desc.shape, &self.payload)?;
+        Ok(Validated { tensor: self })
+    }
+
+    /// Skips the rescan for a tensor whose producer established validity itself — this crate's
+    /// encoders (`EncodedTensor::encode` refuses invalid words and writes canonical padding).
+    /// Never for bytes that came from a file.
+    pub fn trusted(&self) -> Validated<'_, 'a> {
+        Validated { tensor: self }
     }
 
     /// Validates and returns the logical words.

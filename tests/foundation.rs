@@ -13,5 +13,7 @@ mod oracle;
 mod registry;
 #[path = "foundation/roundtrip.rs"]
 mod roundtrip;
+#[path = "foundation/scan.rs"]
+mod scan;
 #[path = "foundation/validation.rs"]
 mod validation;

@@ -146,7 +146,10 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
         let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
         assert!(t.payload().len() > 1 << 20, "{format}: the payload must exceed one binding");
-        let (a, b) = (block_on(full.upload(&t)).unwrap(), block_on(tight.upload(&t)).unwrap());
+        let (a, b) = (
+            block_on(full.upload(&t.validate().unwrap())).unwrap(),
+            block_on(tight.upload(&t.validate().unwrap())).unwrap(),
+        );
         let plan = block_on(tight.prepare(&b, Request::Dequant, Variant::Workgroup, &[])).unwrap();
         assert!(plan.passes() > 1, "{format}: {} pass(es) under a 1 MiB binding", plan.passes());
         assert_eq!(
@@ -192,7 +195,7 @@ fn unsupported_combinations_are_errors_not_panics() {
         Layout::ContiguousLeV1,
     )
     .unwrap();
-    let up = block_on(gpu.upload(&int)).unwrap();
+    let up = block_on(gpu.upload(&int.validate().unwrap())).unwrap();
     assert!(
         matches!(block_on(gpu.matmul(&up, &[0.0; 3], 1)), Err(Error::Unsupported(m)) if m.contains("int32 has no matmul"))
     );
@@ -205,7 +208,7 @@ fn unsupported_combinations_are_errors_not_panics() {
     let gguf = EncodedTensor::new(TensorDesc::new(Format::GgufIq2Xxs, Layout::GgufBlocksV1, &[1, 256]), vec![0u8; 66])
         .unwrap();
     assert!(matches!(
-        block_on(gpu.matmul(&block_on(gpu.upload(&gguf)).unwrap(), &[0.0; 255], 1)),
+        block_on(gpu.matmul(&block_on(gpu.upload(&gguf.validate().unwrap())).unwrap(), &[0.0; 255], 1)),
         Err(Error::Shape { .. })
     ));
 
@@ -214,7 +217,7 @@ fn unsupported_combinations_are_errors_not_panics() {
         Layout::RowSplitK128V1,
     )
     .unwrap();
-    let up = block_on(gpu.upload(&q4)).unwrap();
+    let up = block_on(gpu.upload(&q4.validate().unwrap())).unwrap();
     assert!(matches!(block_on(gpu.matmul(&up, &[0.0; 63], 1)), Err(Error::Shape { .. })), "x of the wrong length");
     match block_on(gpu.matmul(&up, &[0.0; 64 * 2], 3)) {
         Err(Error::Shape { detail, .. }) => {
@@ -240,7 +243,7 @@ fn unsupported_combinations_are_errors_not_panics() {
         Layout::ContiguousLeV1,
     )
     .unwrap();
-    let up = block_on(gpu.upload(&bf)).unwrap();
+    let up = block_on(gpu.upload(&bf.validate().unwrap())).unwrap();
     assert!(matches!(block_on(gpu.matmul(&up, &[0.0; 2], 1)), Err(Error::Unsupported(m)) if m.contains("rank-2")));
     assert!(matches!(block_on(gpu.gather(&up, &[0])), Err(Error::Unsupported(m)) if m.contains("rank-2")));
 
@@ -249,13 +252,13 @@ fn unsupported_combinations_are_errors_not_panics() {
         Layout::ContiguousLeV1,
     )
     .unwrap();
-    match block_on(gpu.upload(&big)) {
+    match block_on(gpu.upload(&big.validate().unwrap())) {
         Err(Error::Unsupported(m)) => assert!(m.contains("80000") && m.contains("65536"), "names both sizes: {m}"),
         other => panic!("oversized payload: {:?}", other.err()),
     }
 
     if !gpu.platform().has_subgroups {
-        let up = block_on(gpu.upload(&q4)).unwrap();
+        let up = block_on(gpu.upload(&q4.validate().unwrap())).unwrap();
         assert!(
             matches!(block_on(gpu.matmul_with(&up, &[0.0; 64], 1, Variant::Subgroup)), Err(Error::Unsupported(m)) if m.contains("SUBGROUP"))
         );

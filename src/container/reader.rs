@@ -5,7 +5,7 @@
 use super::json::parse_strict;
 use super::root::{Binding, ObjectEntry, ObjectKind, Root};
 use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
-use crate::error::{Error, Result};
+use crate::error::{short_list, Error, Result};
 use crate::format::Format;
 use crate::layout::Layout;
 use crate::tensor::{EncodedTensor, TensorDesc};
@@ -184,11 +184,8 @@ impl Artifact {
 
     fn entry(&self, id: &str) -> Result<&ObjectEntry> {
         self.object(id).ok_or_else(|| {
-            let mut valid: Vec<&str> = self.root.objects.iter().take(12).map(|o| o.id.as_str()).collect();
-            if self.root.objects.len() > valid.len() {
-                valid.push("…");
-            }
-            Error::UnknownName { kind: "object", name: id.to_owned(), valid: valid.join(", ") }
+            let valid = short_list(self.root.objects.iter().map(|o| o.id.as_str()));
+            Error::UnknownName { kind: "object", name: id.to_owned(), valid }
         })
     }
 
@@ -270,7 +267,7 @@ impl Artifact {
         let b = self.root.bindings.get(name).ok_or_else(|| Error::UnknownName {
             kind: "binding",
             name: name.to_owned(),
-            valid: self.root.bindings.keys().take(12).cloned().collect::<Vec<_>>().join(", "),
+            valid: short_list(self.root.bindings.keys().map(String::as_str)),
         })?;
         self.resolve_binding(b)
     }
@@ -320,7 +317,7 @@ impl Artifact {
             (false, Some(_)) => self.binding(name),
             (true, Some(Binding::Object(id))) if id == name => Ok(vec![self.tensor(name)?]),
             (true, Some(_)) => Err(Error::Unsupported(format!("`{name}` is an object id and also a binding of something else; ask for the object's binding by another name"))),
-            (false, None) => Err(Error::UnknownName { kind: "object or binding", name: name.to_owned(), valid: self.root.objects.iter().map(|o| o.id.as_str()).chain(self.root.bindings.keys().map(String::as_str)).take(12).collect::<Vec<_>>().join(", ") }),
+            (false, None) => Err(Error::UnknownName { kind: "object or binding", name: name.to_owned(), valid: short_list(self.root.objects.iter().map(|o| o.id.as_str()).chain(self.root.bindings.keys().map(String::as_str))) }),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! input is an error, never a panic or an oversized allocation.
 
 use crate::encode::Source;
-use crate::error::{Error, Result};
+use crate::error::{clip, Error, Result};
 use crate::numeric::{bf16_to_f32, f16_to_f32};
 use std::path::Path;
 
@@ -120,7 +120,7 @@ pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
         .filter(|&e| e <= bytes.len())
         .ok_or_else(|| bad(KIND, "header runs past the end of the file"))?;
     let header = std::str::from_utf8(&bytes[header_start..header_end]).map_err(|_| bad(KIND, "header is not text"))?;
-    let dict = PyDict::parse(header).map_err(|e| bad(KIND, format!("header {header:?}: {e}")))?;
+    let dict = PyDict::parse(header).map_err(|e| bad(KIND, format!("header {}: {e}", clip(&format!("{header:?}")))))?;
     let dtype = match dict.descr.as_str() {
         "<f4" => "f32",
         "<f2" => "f16",

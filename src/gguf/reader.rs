@@ -360,7 +360,7 @@ impl GgufFile {
         let t = self.info(name).ok_or_else(|| Error::UnknownName {
             kind: "tensor",
             name: name.to_string(),
-            valid: self.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+            valid: crate::error::short_list(self.tensors.iter().map(|t| t.name.as_str())),
         })?;
         let (format, layout, shape) = match &t.kind {
             TensorKind::Registered { format, layout, shape } => (*format, *layout, shape.clone()),

@@ -251,7 +251,7 @@ impl Gpu {
         let v = validation.pop().await;
         let o = oom.pop().await;
         if let Some(e) = v.or(o) {
-            return Err(Error::Gpu(format!("{what}: {e}")));
+            return Err(Error::Gpu(format!("{what}: {}", crate::error::clip(&e.to_string()))));
         }
         self.check_alive()?;
         Ok(value)
@@ -380,8 +380,8 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Uploads a payload unchanged (see [`GpuTensor`]).
-    pub async fn upload(&self, tensor: &crate::EncodedTensor<'_>) -> Result<GpuTensor> {
+    /// Uploads a validated payload unchanged (see [`GpuTensor`]).
+    pub async fn upload(&self, tensor: &crate::Validated<'_, '_>) -> Result<GpuTensor> {
         GpuTensor::upload(self, tensor).await
     }
 

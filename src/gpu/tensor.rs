@@ -5,7 +5,7 @@ use super::kernels::{Op, Variant};
 use super::{capability, Gpu};
 use crate::error::{Error, Result};
 use crate::layout::PayloadGeometry;
-use crate::tensor::{EncodedTensor, TensorDesc};
+use crate::tensor::{TensorDesc, Validated};
 
 pub struct GpuTensor {
     desc: TensorDesc,
@@ -15,7 +15,7 @@ pub struct GpuTensor {
 }
 
 impl GpuTensor {
-    pub(super) async fn upload(gpu: &Gpu, tensor: &EncodedTensor<'_>) -> Result<GpuTensor> {
+    pub(super) async fn upload(gpu: &Gpu, tensor: &Validated<'_, '_>) -> Result<GpuTensor> {
         let desc = tensor.desc().clone();
         // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;

@@ -1,7 +1,7 @@
 //! `block_scale_k16_m128x4_v1` (nvfp4): row-major E2M1 nibbles, then E4M3FN scale words in
 //! 128×4 swizzled tiles (the tensor-core scale-factor layout), then the FP32 divisors.
 
-use super::{align_up, matrix, sized, Layout};
+use super::{align_up, matrix, scan, sized, Layout};
 use crate::error::{Error, Result};
 use crate::words::Nvfp4Words;
 
@@ -76,6 +76,16 @@ impl Geometry {
             out[at..at + 4].copy_from_slice(&d.to_le_bytes());
         }
         out
+    }
+
+    /// The fast validity scan (see `layout::validate`): every E2M1 nibble is a word, every scale
+    /// tile is full (N % 128 == 0, K % 64 == 0), so the rules are a zero gap, scale words that are
+    /// neither NaN nor signed (below 0x7f), and divisors finite and strictly positive.
+    pub fn scan(&self, payload: &[u8]) -> bool {
+        let divisors = payload[self.divisor_offset..].chunks_exact(4);
+        scan::all_zero(&payload[self.code_bytes..self.scale_offset])
+            && scan::none(&payload[self.scale_offset..self.divisor_offset], |s| s >= 0x7F)
+            && divisors.map(|d| u32::from_le_bytes([d[0], d[1], d[2], d[3]])).all(|d| d > 0 && d < 0x7F80_0000)
     }
 
     pub fn decode(&self, payload: &[u8]) -> Nvfp4Words {

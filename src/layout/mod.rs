@@ -11,6 +11,7 @@ pub mod gguf_blocks;
 pub mod row_interleaved;
 pub mod row_scale;
 pub mod row_split;
+mod scan;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -243,6 +244,20 @@ impl PayloadGeometry {
         }
     }
 
+    /// The fast validity scan over a payload of the right size: `true` exactly when every word
+    /// rule and padding byte holds (the same verdict as [`validate_reference`]).
+    pub fn scan(&self, payload: &[u8]) -> bool {
+        match self {
+            // Direct words have no illegal bit pattern (a bf16 word read from two bytes has 16
+            // bits) and the layout no padding; gguf blocks are ggml's to define.
+            PayloadGeometry::Contiguous(_) | PayloadGeometry::Gguf(_) => true,
+            PayloadGeometry::RowSplit(g) => g.scan(payload),
+            PayloadGeometry::BlockScale(g) => g.scan(payload),
+            PayloadGeometry::RowScale(g) => g.scan(payload),
+            PayloadGeometry::RowInterleaved(g) => g.scan(payload),
+        }
+    }
+
     fn check_size(&self, shape: &[usize], payload: &[u8]) -> Result<()> {
         if payload.len() == self.bytes() {
             return Ok(());
@@ -287,8 +302,20 @@ pub fn decode(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> Re
     Ok(words)
 }
 
-/// Checks size, words and padding without keeping the words.
+/// Checks size, words and padding without keeping the words: the layout's fast scan decides,
+/// and only a payload it finds fault with goes through [`validate_reference`], which names the
+/// rule and the place. The reference is the scan's oracle (tests and the fuzz target compare
+/// them on mutated payloads), so a scan that disagrees is a bug, never a second opinion.
 pub fn validate(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> Result<()> {
+    geometry.check_size(shape, payload)?;
+    if geometry.scan(payload) {
+        return Ok(());
+    }
+    validate_reference(geometry, shape, payload)
+}
+
+/// The word-by-word validator: decode every logical word, check it, re-encode and compare.
+pub fn validate_reference(geometry: &PayloadGeometry, shape: &[usize], payload: &[u8]) -> Result<()> {
     if let PayloadGeometry::Gguf(_) = geometry {
         // Any bytes of the right size are gguf blocks; their values are ggml's to define
         // (layouts.md names no word rule for gguf_blocks_v1), so there is nothing to decode.

@@ -1,7 +1,7 @@
 //! `row_interleaved_v1` (fp8_e4m3fn_row_fp16): each row is its K codes then its binary16
 //! multiplier, `K + 2` bytes, no padding.
 
-use super::{matrix, sized, Layout, RowPlane};
+use super::{matrix, scan, sized, Layout, RowPlane};
 use crate::error::Result;
 use crate::format::Format;
 use crate::words::Fp8RowWords;
@@ -43,6 +43,15 @@ impl Geometry {
             scales.push(u16::from_le_bytes([row[self.k], row[self.k + 1]]));
         }
         Fp8RowWords { format: self.format, n: self.n, k: self.k, codes, scales }
+    }
+
+    /// The fast validity scan (see `layout::validate`).
+    pub fn scan(&self, payload: &[u8]) -> bool {
+        let Some(word) = scan::row_scale_word(self.format) else { return false };
+        payload.chunks_exact(self.row_bytes).all(|row| {
+            let (codes, s) = row.split_at(self.k);
+            scan::fp8_codes_clean(codes) && scan::fp8_row_clean(codes, u16::from_le_bytes([s[0], s[1]]), word)
+        })
     }
 
     pub fn row_planes(&self) -> Vec<RowPlane> {

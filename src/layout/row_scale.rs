@@ -1,7 +1,7 @@
 //! `row_scale_v1` (fp8_e4m3fn_row_bf16): row-major codes, zero bytes up to a 256-byte boundary,
 //! then one bf16 multiplier per row.
 
-use super::{align_up, matrix, sized, Layout, RowPlane};
+use super::{align_up, matrix, scan, sized, Layout, RowPlane};
 use crate::error::Result;
 use crate::format::Format;
 use crate::words::Fp8RowWords;
@@ -37,6 +37,19 @@ impl Geometry {
             out[at..at + 2].copy_from_slice(&s.to_le_bytes());
         }
         out
+    }
+
+    /// The fast validity scan (see `layout::validate`).
+    pub fn scan(&self, payload: &[u8]) -> bool {
+        let Some(word) = scan::row_scale_word(self.format) else { return false };
+        let codes = &payload[..self.n * self.k];
+        let scales = &payload[self.scale_offset..];
+        scan::fp8_codes_clean(codes)
+            && scan::all_zero(&payload[codes.len()..self.scale_offset])
+            && codes
+                .chunks_exact(self.k)
+                .zip(scales.chunks_exact(2))
+                .all(|(row, s)| scan::fp8_row_clean(row, u16::from_le_bytes([s[0], s[1]]), word))
     }
 
     pub fn decode(&self, payload: &[u8]) -> Fp8RowWords {

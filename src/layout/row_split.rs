@@ -2,9 +2,10 @@
 //! high (q5/q6's extra bits) and scale (one binary16 per group) — each starting on a 256-byte
 //! boundary, K padded to a multiple of 128.
 
-use super::{align_up, matrix, sized, Layout, RowPlane};
+use super::{align_up, matrix, scan, sized, Layout, RowPlane};
 use crate::error::{Error, Result};
 use crate::format::{CodeMapping, Format};
+use crate::numeric::f16_is_finite;
 use crate::words::GroupedWords;
 
 const LAYOUT: Layout = Layout::RowSplitK128V1;
@@ -71,6 +72,23 @@ impl PlaneSpec {
             }
         }
     }
+}
+
+/// Base-plane bytes that hold an illegal code word (q8's 0x80, t2's 0b10).
+enum IllegalWords {
+    None,
+    Bytes(Box<[bool; 256]>),
+    NotBytewise,
+}
+
+/// The padding of one plane row: bytes `start..` of each row, with the bits that hold logical
+/// lanes (`mask`) and the canonical value of every other bit.
+struct PaddingTail {
+    offset: usize,
+    row_bytes: usize,
+    start: usize,
+    mask: Vec<u8>,
+    canonical: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +210,112 @@ impl Geometry {
             }
         }
         GroupedWords { format: self.format, n: self.n, k: self.k, codes, scales }
+    }
+
+    /// The fast validity scan (see `layout::validate`): zero gaps, no illegal code word, canonical
+    /// padding lanes and groups, finite scales (never -0 outside q2) and zero scales only over
+    /// zero codes.
+    pub fn scan(&self, payload: &[u8]) -> bool {
+        let s = self.spec;
+        let high_end = self.high_offset + self.high_bytes;
+        if !scan::all_zero(&payload[self.base_bytes..self.high_offset])
+            || !scan::all_zero(&payload[high_end..self.scale_offset])
+        {
+            return false;
+        }
+        match self.illegal_base_bytes() {
+            IllegalWords::None => {}
+            IllegalWords::Bytes(bad) => {
+                if !scan::none(&payload[..self.base_bytes], |b| bad[b as usize]) {
+                    return false;
+                }
+            }
+            // No registered format has both a partial code interval and a high plane; such a
+            // payload always takes the reference path.
+            IllegalWords::NotBytewise => return false,
+        }
+        let tails = self.padding_tails();
+        for r in 0..self.n {
+            for t in &tails {
+                let row = &payload[t.offset + r * t.row_bytes..t.offset + (r + 1) * t.row_bytes];
+                let found = row[t.start..].iter().zip(&t.mask).zip(&t.canonical);
+                if found.into_iter().any(|((&b, &m), &c)| b & !m != c) {
+                    return false;
+                }
+            }
+            for g in 0..self.logical_groups {
+                let rec = r * self.gpr + g;
+                let at = self.scale_offset + 2 * rec;
+                let scale = u16::from_le_bytes([payload[at], payload[at + 1]]);
+                if !f16_is_finite(scale) {
+                    return false;
+                }
+                if s.mapping == CodeMapping::OffsetOne {
+                    continue;
+                }
+                // Two's complement code 0 is word 0: a zero-scale group is all zero bits.
+                let zero_codes = || {
+                    scan::all_zero(&payload[rec * s.base_bytes..(rec + 1) * s.base_bytes])
+                        && scan::all_zero(&payload[self.high_offset + rec * s.high_bytes..][..s.high_bytes])
+                };
+                if scale == 0x8000 || (scale == 0 && !zero_codes()) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Which base-plane bytes hold a word outside the format's code interval.
+    fn illegal_base_bytes(&self) -> IllegalWords {
+        let s = self.spec;
+        let (_, qmin, qmax, _) = self.format.grouped().unwrap_or((0, 0, 0, s.mapping));
+        if (qmax - qmin + 1) as u64 == 1u64 << s.code_bits {
+            return IllegalWords::None;
+        }
+        let lane_bits = match s.packing {
+            Packing::Crumbs => 2,
+            Packing::Bytes => 8,
+            Packing::Nibbles { high_bits: 0 } => 4,
+            Packing::Nibbles { .. } => return IllegalWords::NotBytewise,
+        };
+        let mask = (1u32 << lane_bits) - 1;
+        let mut bad = Box::new([false; 256]);
+        for (b, slot) in bad.iter_mut().enumerate() {
+            *slot = (0..8 / lane_bits).any(|lane| {
+                let q = s.code((b as u32 >> (lane * lane_bits)) & mask) as i32;
+                q < qmin || q > qmax
+            });
+        }
+        IllegalWords::Bytes(bad)
+    }
+
+    /// Where each plane row holds padding, and what it must hold: derived from the encoder by
+    /// writing one row twice, once with every logical bit set and once with none, so the padding
+    /// rules stay written once (in `encode`).
+    fn padding_tails(&self) -> Vec<PaddingTail> {
+        let s = self.spec;
+        let Ok(one) = Geometry::new(self.format, &[1, self.k]) else { return Vec::new() };
+        let words = |word: u32, scale: u16| GroupedWords {
+            format: self.format,
+            n: 1,
+            k: self.k,
+            codes: vec![s.code(word); self.k],
+            scales: vec![scale; self.logical_groups],
+        };
+        let (set, clear) = (one.encode(&words((1 << s.code_bits) - 1, 0xFFFF)), one.encode(&words(0, 0)));
+        let mine = self.row_planes();
+        one.row_planes()
+            .iter()
+            .zip(mine)
+            .filter_map(|(p, full)| {
+                let (a, b) = (&set[p.offset..p.offset + p.row_bytes], &clear[p.offset..p.offset + p.row_bytes]);
+                let start = a.iter().zip(b).position(|(x, y)| x ^ y != 0xFF)?;
+                let mask: Vec<u8> = a[start..].iter().zip(&b[start..]).map(|(x, y)| x ^ y).collect();
+                let canonical = b[start..].iter().zip(&mask).map(|(v, m)| v & !m).collect();
+                Some(PaddingTail { offset: full.offset, row_bytes: full.row_bytes, start, mask, canonical })
+            })
+            .collect()
     }
 
     /// Names the plane, row and group of a payload byte.

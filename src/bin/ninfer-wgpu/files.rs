@@ -15,7 +15,7 @@ use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
 use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, Op, Platform, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::oracle::{self, Dequantized};
-use ninfer_wgpu::{Category, EncodedTensor, Error, Format};
+use ninfer_wgpu::{Category, EncodedTensor, Error, Format, Validated};
 use serde_json::json;
 use std::path::Path;
 
@@ -90,6 +90,11 @@ impl Opened {
     }
 }
 
+/// Every piece validated before any device sees it: the CPU and GPU paths refuse the same files.
+fn validated<'t, 'a>(pieces: &'t [EncodedTensor<'a>]) -> Result<Vec<Validated<'t, 'a>>, Error> {
+    pieces.iter().map(EncodedTensor::validate).collect()
+}
+
 /// `inspect` of a GGUF file: tensors with format, shape, bytes and capability status.
 fn inspect_gguf(file: &GgufFile, platform: Option<&Platform>, gpu_note: &str, as_json: bool) -> Result<bool, Error> {
     let mut tensors = Vec::new();
@@ -159,10 +164,13 @@ pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bo
     for o in artifact.objects() {
         match &o.kind {
             ObjectKind::Tensor { format, layout, shape, divisors } => {
-                // The first-use checks (names, geometry, size) read no payload.
-                let status = artifact.tensor_desc(&o.id).map(|d| {
+                // The first-use checks (names, geometry, size), then every word and padding
+                // byte: a tensor no kernel would be given is not shown as supported.
+                let status = artifact.tensor(&o.id).and_then(|t| {
+                    t.validate()?;
+                    let d = t.desc();
                     let st = |op| capability::status(d.format, d.layout, op, Variant::Workgroup, platform);
-                    (st(Op::Dequant), st(Op::Matmul), st(Op::Gather))
+                    Ok((st(Op::Dequant), st(Op::Matmul), st(Op::Gather)))
                 });
                 let (dequant, matmul, gather, error) = match status {
                     Ok((d, m, g)) => (Some(d), Some(m), Some(g), None),
@@ -243,6 +251,7 @@ pub fn dequant(
 ) -> Result<bool, Error> {
     let opened = Opened::open(file)?;
     let pieces = opened.pieces(tensor)?;
+    let pieces = validated(&pieces)?;
     let mut out = Vec::new();
     match device {
         Device::Cpu => {
@@ -305,6 +314,7 @@ pub fn matvec(
     let opened = Opened::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let (n, k) = stacked(&pieces, "matvec")?;
+    let pieces = validated(&pieces)?;
     let xs: Vec<f32> = read_words(x, "f32")?.into_iter().map(f32::from_le_bytes).collect();
     if columns == 0 || columns > ninfer_wgpu::gpu::MAX_COLUMNS {
         return Err(Error::Unsupported(format!(
@@ -373,6 +383,7 @@ pub fn gather(
     let opened = Opened::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let (n, k) = stacked(&pieces, "gather")?;
+    let pieces = validated(&pieces)?;
     let rows = parse_rows(rows)?;
     if let Some(&bad) = rows.iter().find(|&&r| r as usize >= n) {
         return Err(Error::Shape {

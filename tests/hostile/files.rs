@@ -1,0 +1,84 @@
+//! Shared fixtures: a temporary directory and the CLI runner.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A directory removed on drop; unique per process and call.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ninfer-hostile-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub mod cli {
+    use std::process::{Command, Output};
+    use std::time::{Duration, Instant};
+
+    const BIN: &str = env!("CARGO_BIN_EXE_ninfer-wgpu");
+
+    /// Runs the CLI with a deadline: a command still running after `limit` is killed and the
+    /// test fails (a hang is one of the defects these tests exist for).
+    pub fn run_within(args: &[&str], limit: Duration) -> Output {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                return child.wait_with_output().unwrap();
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                panic!("{args:?} still running after {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn run(args: &[&str]) -> Output {
+        run_within(args, Duration::from_secs(120))
+    }
+
+    #[track_caller]
+    pub fn ok(args: &[&str]) -> String {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A command that must fail with exit code 2 (an error, not a panic's 101): its stderr.
+    #[track_caller]
+    pub fn fails(args: &[&str]) -> String {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?} should fail with an error: {err}");
+        err
+    }
+}
