@@ -8,7 +8,7 @@ use crate::gpu::capability::{self, Status};
 use crate::gpu::plan::Request;
 use crate::gpu::{Gpu, Op};
 use crate::native::block_on;
-use crate::tensor::EncodedTensor;
+use crate::tensor::{EncodedTensor, TensorDesc};
 use crate::testgen::{random_activation, random_words, Rng, Words};
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -86,6 +86,16 @@ pub struct BenchRow {
 /// the shape is checked first.
 pub const MAX_BENCH_ELEMENTS: usize = 1 << 30;
 
+/// Refuses a bench shape over [`MAX_BENCH_ELEMENTS`] before anything is allocated.
+pub fn check_shape(n: usize, k: usize) -> Result<()> {
+    if n.checked_mul(k).is_none_or(|e| e > MAX_BENCH_ELEMENTS) {
+        return Err(Error::Unsupported(format!(
+            "bench shape {n}x{k} is over the {MAX_BENCH_ELEMENTS}-element bench limit"
+        )));
+    }
+    Ok(())
+}
+
 /// Times one (format, op) at [n, k] with the fastest supported variant; `columns` is matmul's J
 /// (gather times `n` random rows).
 #[allow(clippy::too_many_arguments)]
@@ -99,12 +109,20 @@ pub fn bench_case(
     timing: Timing,
     rng: &mut Rng,
 ) -> Result<BenchRow> {
-    if n.checked_mul(k).is_none_or(|e| e > MAX_BENCH_ELEMENTS) {
+    check_shape(n, k)?;
+    let layout = format.spec().layouts[0];
+    // Sizes against the device before a single random word is made.
+    let payload = TensorDesc::new(format, layout, &[n, k]).encoded_bytes()?;
+    let output = match op {
+        Op::Matmul => n * columns * 4,
+        Op::Dequant | Op::Gather => n * k * 4,
+    };
+    let max = gpu.platform().limits.max_buffer_size;
+    if payload as u64 > max || output as u64 > max {
         return Err(Error::Unsupported(format!(
-            "bench shape {n}x{k} is over the {MAX_BENCH_ELEMENTS}-element bench limit"
+            "{format} {n}x{k}: a {payload}-byte payload and a {output}-byte output, but max_buffer_size is {max}"
         )));
     }
-    let layout = format.spec().layouts[0];
     if let Status::Unsupported(reason) =
         capability::status(format, layout, op, crate::gpu::Variant::Workgroup, Some(gpu.platform()))
     {

@@ -9,6 +9,7 @@ pub mod conformance;
 pub mod container;
 pub mod encode;
 pub mod error;
+pub mod files;
 pub mod format;
 pub mod gguf;
 pub mod gpu;

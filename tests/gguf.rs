@@ -4,7 +4,7 @@
 
 use ninfer_wgpu::encode::import;
 use ninfer_wgpu::gguf::q8_1::{self, a8_criterion};
-use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind, Value};
+use ninfer_wgpu::gguf::reader::{Array, GgufFile, TensorKind, Value};
 use ninfer_wgpu::gguf::{dequantize_blocks, tables};
 use ninfer_wgpu::oracle::{dequant, Dequantized};
 use ninfer_wgpu::testgen::Rng;
@@ -88,7 +88,7 @@ fn tiny_gguf() -> Vec<u8> {
 fn reader_maps_registered_tensors_without_copying() {
     let f = GgufFile::from_bytes(tiny_gguf()).unwrap();
     assert_eq!((f.version, f.alignment), (3, 32));
-    assert_eq!(f.metadata("tokens"), Some(&Value::Array(vec![Value::String("a".into()), Value::String("bc".into())])));
+    assert_eq!(f.metadata("tokens"), Some(&Value::Array(Array::String(vec!["a".into(), "bc".into()]))));
     let t = f.tensor("w").unwrap();
     assert_eq!((t.format(), t.layout(), t.shape()), (Format::GgufQ4_0, Layout::GgufBlocksV1, &[2usize, 32][..]));
     let Dequantized::F32(v) = dequant(&t).unwrap() else { panic!() };

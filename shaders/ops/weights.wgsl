@@ -9,10 +9,12 @@ fn weight_word(q: f32, a: f32, b: f32, rw: u32) -> u32 {
         return bitcast<u32>(q);
     }
     if ROW_NONE {
+        // Only gguf blocks compute NaN here (a NaN or infinite scale); every device writes the
+        // one quiet NaN the CPU oracle writes (src/gguf/mod.rs COMPUTED_NAN).
         if HAS_OFFSET {
-            return bitcast<u32>(a * q - b);
+            return computed_nan(bitcast<u32>(a * q - b));
         }
-        return bitcast<u32>(a * q);
+        return computed_nan(bitcast<u32>(a * q));
     }
     if ROW_MULTIPLIER {
         // a * q is an exact E4M3FN value; its product with the multiplier is assembled.
@@ -23,6 +25,11 @@ fn weight_word(q: f32, a: f32, b: f32, rw: u32) -> u32 {
     }
     // Unreachable: the host sets exactly one ROW_* flag (src/gpu/kernels.rs tests it).
     return 0x7fc0deadu;
+}
+
+// NaN words tested on the bits: WGSL lets a compiler assume floats are never NaN.
+fn computed_nan(w: u32) -> u32 {
+    return select(w, COMPUTED_NAN, (w & 0x7fffffffu) > 0x7f800000u);
 }
 
 // Writes the words of chunk c of pass row `row` to OUT[out_row + 32c ..], lanes below K only.

@@ -332,6 +332,9 @@ fn run_bench(
         Some(s) => vec![parse_shape(&s)?],
         None => vec![(4096, 4096), (14336, 4096)],
     };
+    for &(n, k) in &shapes {
+        bench::check_shape(n, k)?;
+    }
     let gpu = open(adapter)?;
     let timing = Timing::default();
     eprint!("measuring buffer-copy bandwidth…");

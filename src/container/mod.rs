@@ -105,6 +105,10 @@ pub mod rule {
         "the shape, format, layout and divisors are legal together (divisors > 1 only for nvfp4)";
     pub const TENSOR_BYTES: &str = "bytes is exactly the layout's encoded size for the shape";
     pub const BINDING_ROWS: &str = "a binding range resolves to a tensor only when it covers whole rows";
+    /// Resolution rules of this reader (container.md leaves a binding's pieces to the consumer):
+    /// stacked pieces must form one tensor, and a binding may not repeat data past the payload.
+    pub const BINDING_STACK: &str = "a binding's parts stack into one tensor: the same dimensions after the first";
+    pub const BINDING_EXPANSION: &str = "a binding's parts together are at most the artifact's logical payload";
     pub const AUX_DIVISOR: &str = "activation_input_divisor is an fp32 scalar";
     pub const AUX_HADAMARD: &str = "hadamard_signs is bf16 [K]";
     pub const AUX_COLUMNS: &str =

@@ -3,7 +3,7 @@
 //! parse its JSON.
 
 use super::json::parse_strict;
-use super::root::{Binding, ObjectEntry, ObjectKind, Root};
+use super::root::{Binding, BindingPart, ObjectEntry, ObjectKind, Root};
 use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
 use crate::error::{short_list, Error, Result};
 use crate::format::Format;
@@ -11,6 +11,7 @@ use crate::layout::Layout;
 use crate::tensor::{EncodedTensor, TensorDesc};
 use memmap2::Mmap;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +44,8 @@ pub struct Artifact {
     path: PathBuf,
     artifact_id: [u8; 16],
     root: Root,
+    /// Object id → position in `root.objects`: lookups stay O(1) for artifacts of 10^5 tensors.
+    index: HashMap<String, usize>,
     files: Vec<Mapped>,
 }
 
@@ -89,7 +92,7 @@ impl Artifact {
     /// registry: headers, JSON, sizes, the artifact id in every part. Reads no payload.
     pub fn open(path: impl AsRef<Path>) -> Result<Artifact> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| io(path, e))?;
+        let file = crate::files::open_regular(path)?;
         let len = file.metadata().map_err(|e| io(path, e))?.len();
         if len < HEADER_BYTES as u64 {
             return Err(violation(rule::ENTRY_HEADER, format!("{} is {len} bytes", path.display())));
@@ -153,7 +156,8 @@ impl Artifact {
                 payload_bytes: f.payload_bytes,
             });
         }
-        Ok(Artifact { path: path.to_path_buf(), artifact_id, root, files })
+        let index = root.objects.iter().enumerate().map(|(i, o)| (o.id.clone(), i)).collect();
+        Ok(Artifact { path: path.to_path_buf(), artifact_id, root, index, files })
     }
 
     pub fn path(&self) -> &Path {
@@ -174,7 +178,7 @@ impl Artifact {
     }
 
     pub fn object(&self, id: &str) -> Option<&ObjectEntry> {
-        self.root.object(id)
+        self.index.get(id).map(|&i| &self.root.objects[i])
     }
 
     /// The paths of every file, entry first.
@@ -274,40 +278,68 @@ impl Artifact {
 
     /// Resolves a binding value (a named one, or a use's auxiliary).
     pub fn resolve_binding(&self, b: &Binding) -> Result<Vec<EncodedTensor<'_>>> {
-        match b {
-            Binding::Object(id) => Ok(vec![self.tensor(id)?]),
-            Binding::Parts(parts) => parts
-                .iter()
-                .map(|p| {
-                    let t = self.tensor(&p.object)?;
-                    let elements = t.desc().elements().unwrap_or(0) as u64;
-                    if p.range == (0..elements) {
-                        return Ok(t);
-                    }
-                    // A row is every element after the first axis. Rank 0 has one element, so its
-                    // only legal range (checked at open) is the whole tensor, returned above.
-                    let row = match t.shape() {
-                        [] => 1,
-                        [first, ..] => elements / (*first as u64).max(1),
-                    };
-                    if p.range.start % row != 0 || p.range.end % row != 0 {
-                        return Err(violation(
-                            rule::BINDING_ROWS,
-                            format!(
-                                "range [{}, {}) of {:?} with shape {:?} (rows of {row} elements)",
-                                p.range.start,
-                                p.range.end,
-                                p.object,
-                                t.shape()
-                            ),
-                        ));
-                    }
-                    let rows = to_usize(p.range.start / row, rule::BINDING_ROWS, "row")?
-                        ..to_usize(p.range.end / row, rule::BINDING_ROWS, "row")?;
-                    rows_of(t, rows)
-                })
-                .collect(),
+        let parts = match b {
+            Binding::Object(id) => return Ok(vec![self.tensor(id)?]),
+            Binding::Parts(parts) => parts,
+        };
+        // Each part costs its share of its object's bytes; repeating one object 10^5 times must
+        // not expand to gigabytes.
+        let expanded = parts.iter().try_fold(0u128, |sum, p| {
+            let o = self.entry(&p.object)?;
+            let elements = o.elements().unwrap_or(1).max(1) as u128;
+            Ok::<_, Error>(sum + o.bytes as u128 * (p.range.end - p.range.start) as u128 / elements)
+        })?;
+        let payload = self.root.payload_bytes() as u128;
+        if expanded > payload {
+            return Err(violation(
+                rule::BINDING_EXPANSION,
+                format!("{} parts expand to {expanded} bytes; the logical payload is {payload}", parts.len()),
+            ));
         }
+        let pieces = self.binding_pieces(parts)?;
+        // Pieces may differ in format (a mixed-precision stack is still one tensor), not in shape.
+        if let Some((i, t)) = pieces.iter().enumerate().find(|(_, t)| t.shape().get(1..) != pieces[0].shape().get(1..))
+        {
+            return Err(violation(
+                rule::BINDING_STACK,
+                format!("part 0 has shape {:?}, part {i} has shape {:?}", pieces[0].shape(), t.shape()),
+            ));
+        }
+        Ok(pieces)
+    }
+
+    fn binding_pieces(&self, parts: &[BindingPart]) -> Result<Vec<EncodedTensor<'_>>> {
+        parts
+            .iter()
+            .map(|p| {
+                let t = self.tensor(&p.object)?;
+                let elements = t.desc().elements().unwrap_or(0) as u64;
+                if p.range == (0..elements) {
+                    return Ok(t);
+                }
+                // A row is every element after the first axis. Rank 0 has one element, so its
+                // only legal range (checked at open) is the whole tensor, returned above.
+                let row = match t.shape() {
+                    [] => 1,
+                    [first, ..] => elements / (*first as u64).max(1),
+                };
+                if p.range.start % row != 0 || p.range.end % row != 0 {
+                    return Err(violation(
+                        rule::BINDING_ROWS,
+                        format!(
+                            "range [{}, {}) of {:?} with shape {:?} (rows of {row} elements)",
+                            p.range.start,
+                            p.range.end,
+                            p.object,
+                            t.shape()
+                        ),
+                    ));
+                }
+                let rows = to_usize(p.range.start / row, rule::BINDING_ROWS, "row")?
+                    ..to_usize(p.range.end / row, rule::BINDING_ROWS, "row")?;
+                rows_of(t, rows)
+            })
+            .collect()
     }
 
     /// `name` as an object id or a binding name. A name that is both must mean the same tensor.
@@ -343,7 +375,7 @@ fn rows_of(t: EncodedTensor<'_>, rows: std::ops::Range<usize>) -> Result<Encoded
 
 /// Opens and checks one continuation part: header, index, artifact id, size, zero gap.
 fn open_part(path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u64) -> Result<Mmap> {
-    let file = File::open(path).map_err(|e| violation(rule::PART_OPEN, format!("{}: {e}", path.display())))?;
+    let file = crate::files::open_regular(path).map_err(|e| violation(rule::PART_OPEN, e.to_string()))?;
     let len = file.metadata().map_err(|e| io(path, e))?.len();
     if len < HEADER_BYTES as u64 {
         return Err(violation(rule::PART_HEADER, format!("{} is {len} bytes", path.display())));

@@ -248,6 +248,7 @@ impl Root {
             .collect()
     }
 
+    /// A linear search; `Artifact::object` keeps an index for repeated lookups.
     pub fn object(&self, id: &str) -> Option<&ObjectEntry> {
         self.objects.iter().find(|o| o.id == id)
     }

@@ -66,7 +66,8 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 
 /// Reads `.npy` or safetensors, recognised by content (npy's magic), not by extension.
 pub fn read(path: &Path) -> Result<Vec<FloatTensor>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+    // Mapped, not read: the size is the file's own, whatever a header claims.
+    let bytes = crate::files::map_regular(path)?;
     if bytes.starts_with(NPY_MAGIC) {
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tensor".into());
         return Ok(vec![parse_npy(&bytes, &name)?]);
@@ -248,59 +249,37 @@ impl Cursor<'_> {
     }
 }
 
-/// Parses a safetensors file: every tensor, sorted by name (the header's JSON object order).
+/// Parses a safetensors file with the `safetensors` crate (which refuses overlapping, gapped or
+/// out-of-bounds data offsets and sizes that disagree with the shape): every tensor, sorted by
+/// name. The header is first read as strict JSON, because a map deserializer keeps the last of
+/// two equal keys and the crate's would too.
 pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
     const KIND: &str = "safetensors";
     let n = bytes
         .get(..8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0xFF; 8])))
         .ok_or_else(|| bad(KIND, "shorter than the 8-byte header length"))?;
-    let data_start = usize::try_from(n)
+    let header = usize::try_from(n)
         .ok()
         .and_then(|n| n.checked_add(8))
-        .filter(|&e| e <= bytes.len())
+        .and_then(|end| bytes.get(8..end))
         .ok_or_else(|| bad(KIND, format!("header length {n} runs past the end of the file (not .npy either)")))?;
-    let header: serde_json::Value =
-        serde_json::from_slice(&bytes[8..data_start]).map_err(|e| bad(KIND, format!("header JSON: {e}")))?;
-    let map = header.as_object().ok_or_else(|| bad(KIND, "header is not a JSON object"))?;
-    let data = &bytes[data_start..];
-    let mut out = Vec::new();
-    for (name, t) in map.iter().filter(|(k, _)| k.as_str() != "__metadata__") {
-        let field = |k: &str| t.get(k).ok_or_else(|| bad(KIND, format!("{name}: no {k}")));
-        let dtype = match field("dtype")?.as_str() {
-            Some("F32") => "f32",
-            Some("F16") => "f16",
-            Some("BF16") => "bf16",
-            d => return Err(bad(KIND, format!("{name}: dtype {d:?}: only F32, F16 and BF16 are read"))),
+    super::json::parse_strict(header).map_err(|e| bad(KIND, format!("header: {e}")))?;
+    let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| bad(KIND, clip(&e.to_string())))?;
+    let mut views = file.tensors();
+    views.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::with_capacity(views.len());
+    for (name, view) in views {
+        let dtype = match view.dtype() {
+            safetensors::Dtype::F32 => "f32",
+            safetensors::Dtype::F16 => "f16",
+            safetensors::Dtype::BF16 => "bf16",
+            d => return Err(bad(KIND, format!("{}: dtype {d}: only F32, F16 and BF16 are read", clip(&name)))),
         };
-        let dims = field("shape")?.as_array().ok_or_else(|| bad(KIND, format!("{name}: shape is not an array")))?;
-        let shape = dims
-            .iter()
-            .map(|d| {
-                d.as_u64()
-                    .and_then(|d| usize::try_from(d).ok())
-                    .ok_or_else(|| bad(KIND, format!("{name}: bad dimension {d}")))
-            })
-            .collect::<Result<Vec<usize>>>()?;
-        let range = match field("data_offsets")?.as_array().map(Vec::as_slice) {
-            Some([b, e]) => (b.as_u64(), e.as_u64()),
-            _ => (None, None),
-        };
-        let slice = match range {
-            (Some(b), Some(e)) if b <= e => {
-                usize::try_from(b).ok().zip(usize::try_from(e).ok()).and_then(|(b, e)| data.get(b..e))
-            }
-            _ => None,
-        }
-        .ok_or_else(|| {
-            bad(KIND, format!("{name}: data_offsets {range:?} are not a range inside the {}-byte data", data.len()))
-        })?;
+        let shape = view.shape().to_vec();
         let count = elements(KIND, &shape)?;
-        out.push(FloatTensor {
-            name: name.clone(),
-            shape,
-            data: typed(&format!("{KIND}: {name}"), dtype, slice, count)?,
-        });
+        let data = typed(&format!("{KIND}: {}", clip(&name)), dtype, view.data(), count)?;
+        out.push(FloatTensor { name, shape, data });
     }
     if out.is_empty() {
         return Err(bad(KIND, "no tensors"));

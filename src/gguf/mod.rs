@@ -62,5 +62,13 @@ pub fn dequantize_blocks(format: Format, blocks: &[u8]) -> Result<Vec<f32>> {
     for (block, y) in blocks.chunks_exact(bytes).zip(out.chunks_exact_mut(values)) {
         decode(block, y);
     }
+    for v in out.iter_mut().filter(|v| v.is_nan()) {
+        *v = f32::from_bits(COMPUTED_NAN);
+    }
     Ok(out)
 }
+
+/// The word of every NaN a gguf block computes (a NaN or infinite binary16 scale): the format
+/// reference fixes no payload for computed values, and hardware differs (x86's default NaN is
+/// 0xffc00000, GPUs' 0x7fc00000), so CPU and GPU both write this one quiet NaN.
+pub const COMPUTED_NAN: u32 = 0x7fc0_0000;

@@ -5,10 +5,11 @@
 //! Every count, length, offset and size is checked against the bytes actually present before
 //! anything is allocated, so a malformed file is an error, never a panic or a huge allocation.
 
-use crate::error::{Error, Result};
+use crate::error::{clip, short_list, Error, Result};
 use crate::format::{Category, Format};
 use crate::layout::Layout;
 use crate::tensor::{EncodedTensor, TensorDesc};
+use std::collections::HashMap;
 use std::path::Path;
 
 const MAGIC: &[u8; 4] = b"GGUF";
@@ -31,10 +32,59 @@ pub enum Value {
     F32(f32),
     Bool(bool),
     String(String),
-    Array(Vec<Value>),
+    Array(Array),
     U64(u64),
     I64(i64),
     F64(f64),
+}
+
+/// A metadata array, kept by element type: numbers and bools packed (a 64 MB u8 array takes
+/// 64 MB, not a 32-byte value per byte), strings as strings, nested arrays as arrays. Memory
+/// stays within a small multiple of the bytes the file spends on the array.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Array {
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+    U16(Vec<u16>),
+    I16(Vec<i16>),
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    F32(Vec<f32>),
+    Bool(Vec<bool>),
+    String(Vec<String>),
+    Array(Vec<Array>),
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+}
+
+impl Array {
+    pub fn len(&self) -> usize {
+        match self {
+            Array::U8(v) => v.len(),
+            Array::I8(v) => v.len(),
+            Array::U16(v) => v.len(),
+            Array::I16(v) => v.len(),
+            Array::U32(v) => v.len(),
+            Array::I32(v) => v.len(),
+            Array::F32(v) => v.len(),
+            Array::Bool(v) => v.len(),
+            Array::String(v) => v.len(),
+            Array::Array(v) => v.len(),
+            Array::U64(v) => v.len(),
+            Array::I64(v) => v.len(),
+            Array::F64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Fixed-size little-endian words of an array, converted in one pass over one bounds-checked run.
+fn packed<const W: usize, T>(raw: &[u8], from: fn([u8; W]) -> T) -> Vec<T> {
+    raw.chunks_exact(W).map(|c| from(c.try_into().unwrap_or([0; W]))).collect()
 }
 
 /// Where a tensor stands with the format registry.
@@ -78,7 +128,9 @@ pub struct GgufFile {
     bytes: Bytes,
     pub version: u32,
     pub metadata: Vec<(String, Value)>,
+    keys: HashMap<String, usize>,
     pub tensors: Vec<TensorInfo>,
+    index: HashMap<String, usize>,
     pub alignment: u64,
     pub data_offset: u64,
 }
@@ -149,6 +201,49 @@ impl<'a> Cursor<'a> {
         Ok(n)
     }
 
+    /// An array value after its type tag: element type, count, elements.
+    fn array_value(&mut self, depth: usize) -> Result<Array> {
+        if depth >= MAX_NESTING {
+            return Err(malformed("arrays nest at most 8 deep", String::new()));
+        }
+        let elem = self.u32("array element type")?;
+        let min = match elem {
+            0 | 1 | 7 => 1,
+            2 | 3 => 2,
+            4..=6 => 4,
+            8 | 10 | 11 | 12 => 8,
+            9 => 12,
+            t => return Err(malformed("value types are 0..=12", format!("array element type {t}"))),
+        };
+        let n = self.count("array length", min)?;
+        // Fixed-size elements: `count` checked that n * min bytes remain.
+        let run = |c: &mut Self| c.take(n * min, "array elements");
+        Ok(match elem {
+            0 => Array::U8(run(self)?.to_vec()),
+            1 => Array::I8(run(self)?.iter().map(|&b| b as i8).collect()),
+            2 => Array::U16(packed(run(self)?, u16::from_le_bytes)),
+            3 => Array::I16(packed(run(self)?, i16::from_le_bytes)),
+            4 => Array::U32(packed(run(self)?, u32::from_le_bytes)),
+            5 => Array::I32(packed(run(self)?, i32::from_le_bytes)),
+            6 => Array::F32(packed(run(self)?, f32::from_le_bytes)),
+            7 => Array::Bool(
+                run(self)?
+                    .iter()
+                    .map(|&b| match b {
+                        0 => Ok(false),
+                        1 => Ok(true),
+                        b => Err(malformed("bools are 0 or 1", format!("found {b}"))),
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            8 => Array::String((0..n).map(|_| self.string("string element")).collect::<Result<_>>()?),
+            10 => Array::U64(packed(run(self)?, u64::from_le_bytes)),
+            11 => Array::I64(packed(run(self)?, i64::from_le_bytes)),
+            12 => Array::F64(packed(run(self)?, f64::from_le_bytes)),
+            _ => Array::Array((0..n).map(|_| self.array_value(depth + 1)).collect::<Result<_>>()?),
+        })
+    }
+
     fn value(&mut self, ty: u32, depth: usize) -> Result<Value> {
         Ok(match ty {
             0 => Value::U8(self.array::<1>("u8")?[0]),
@@ -164,26 +259,7 @@ impl<'a> Cursor<'a> {
                 b => return Err(malformed("bools are 0 or 1", format!("found {b}"))),
             },
             8 => Value::String(self.string("string value")?),
-            9 => {
-                if depth >= MAX_NESTING {
-                    return Err(malformed("arrays nest at most 8 deep", String::new()));
-                }
-                let elem = self.u32("array element type")?;
-                let min = match elem {
-                    0 | 1 | 7 => 1,
-                    2 | 3 => 2,
-                    4..=6 => 4,
-                    8 | 10 | 11 | 12 => 8,
-                    9 => 12,
-                    t => return Err(malformed("value types are 0..=12", format!("array element type {t}"))),
-                };
-                let n = self.count("array length", min)?;
-                let mut items = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    items.push(self.value(elem, depth + 1)?);
-                }
-                Value::Array(items)
-            }
+            9 => Value::Array(self.array_value(depth)?),
             10 => Value::U64(self.u64("u64")?),
             11 => Value::I64(i64::from_le_bytes(self.array("i64")?)),
             12 => Value::F64(f64::from_le_bytes(self.array("f64")?)),
@@ -236,23 +312,34 @@ fn describe(ggml_type: u32, dims: &[u64]) -> Result<(TensorKind, Option<u64>)> {
             let k = dims.first().copied().unwrap_or(1);
             let n = elements / k.max(1);
             let shape = vec![to_usize(n)?, to_usize(k)?];
-            let bytes = TensorDesc::new(format, Layout::GgufBlocksV1, &shape).encoded_bytes().ok().map(|b| b as u64);
-            Ok((TensorKind::Registered { format, layout: Layout::GgufBlocksV1, shape }, bytes))
+            // A row of partial blocks has no size: refused here, so `inspect` never shows one.
+            let bytes = TensorDesc::new(format, Layout::GgufBlocksV1, &shape).encoded_bytes().map_err(|e| {
+                malformed("a block tensor's first dimension is a multiple of its block", format!("{format}: {e}"))
+            })?;
+            Ok((TensorKind::Registered { format, layout: Layout::GgufBlocksV1, shape }, Some(bytes as u64)))
         }
         Some(format) => {
             let shape = dims.iter().rev().map(|&d| to_usize(d)).collect::<Result<Vec<_>>>()?;
-            let bytes = TensorDesc::new(format, Layout::ContiguousLeV1, &shape).encoded_bytes().ok().map(|b| b as u64);
-            Ok((TensorKind::Registered { format, layout: Layout::ContiguousLeV1, shape }, bytes))
+            let bytes = TensorDesc::new(format, Layout::ContiguousLeV1, &shape)
+                .encoded_bytes()
+                .map_err(|e| malformed("tensor sizes fit the address space", e.to_string()))?;
+            Ok((TensorKind::Registered { format, layout: Layout::ContiguousLeV1, shape }, Some(bytes as u64)))
         }
         None => {
             let (type_name, geometry) = unregistered(ggml_type);
             let bytes = match geometry {
-                Some((v, b)) if elements % v == 0 => Some(
+                Some((v, _)) if !dims[0].is_multiple_of(v) => {
+                    return Err(malformed(
+                        "a block tensor's first dimension is a multiple of its block",
+                        format!("{type_name}: ne[0] = {} is not a multiple of {v}", dims[0]),
+                    ))
+                }
+                Some((v, b)) => Some(
                     (elements / v)
                         .checked_mul(b)
                         .ok_or_else(|| malformed("tensor sizes fit 64 bits", format!("dims {dims:?}")))?,
                 ),
-                _ => None,
+                None => None,
             };
             Ok((TensorKind::NotRegistered { type_name }, bytes))
         }
@@ -263,12 +350,7 @@ impl GgufFile {
     /// Maps and parses a file; only the header, metadata and tensor infos are read.
     pub fn open(path: impl AsRef<Path>) -> Result<GgufFile> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
-        // SAFETY: the map is read-only; a file truncated underneath by another process is the
-        // usual memory-map caveat and not something this reader can guard against.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io(format!("mapping {}: {e}", path.display())))?;
-        GgufFile::parse(Bytes::Mapped(map))
+        GgufFile::parse(Bytes::Mapped(crate::files::map_regular(path)?))
     }
 
     /// Parses a GGUF image held in memory.
@@ -290,21 +372,23 @@ impl GgufFile {
         let n_tensors = c.count("tensor count", 24)?;
         let n_kv = c.count("metadata count", 13)?;
         let mut metadata = Vec::with_capacity(n_kv as usize);
+        let mut keys = HashMap::with_capacity(n_kv as usize);
         for _ in 0..n_kv {
             let key = c.string("metadata key")?;
             let ty = c.u32("metadata value type")?;
-            let value = c.value(ty, 0).map_err(|e| context(e, format!("key `{key}`")))?;
-            if metadata.iter().any(|(k, _)| *k == key) {
-                return Err(malformed("metadata keys are unique", format!("`{key}` repeats")));
+            let value = c.value(ty, 0).map_err(|e| context(e, format!("key `{}`", clip(&key))))?;
+            if keys.insert(key.clone(), metadata.len()).is_some() {
+                return Err(malformed("metadata keys are unique", format!("`{}` repeats", clip(&key))));
             }
             metadata.push((key, value));
         }
-        let alignment = match metadata.iter().find(|(k, _)| k == "general.alignment").map(|(_, v)| v) {
+        let alignment = match keys.get("general.alignment").map(|&i| &metadata[i].1) {
             None => DEFAULT_ALIGNMENT,
             Some(Value::U32(a)) if *a > 0 && a.is_power_of_two() => *a as u64,
             Some(v) => return Err(malformed("general.alignment is a power-of-two u32", format!("{v:?}"))),
         };
         let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors as usize);
+        let mut index = HashMap::with_capacity(n_tensors as usize);
         for _ in 0..n_tensors {
             let name = c.string("tensor name")?;
             let n_dims = c.u32("dimension count")?;
@@ -317,14 +401,34 @@ impl GgufFile {
             }
             let ggml_type = c.u32("tensor type")?;
             let offset = c.u64("tensor offset")?;
-            if tensors.iter().any(|t| t.name == name) {
-                return Err(malformed("tensor names are unique", format!("`{name}` repeats")));
+            if index.insert(name.clone(), tensors.len()).is_some() {
+                return Err(malformed("tensor names are unique", format!("`{}` repeats", clip(&name))));
             }
-            let (kind, bytes) = describe(ggml_type, &dims).map_err(|e| context(e, format!("tensor `{name}`")))?;
+            let (kind, bytes) =
+                describe(ggml_type, &dims).map_err(|e| context(e, format!("tensor `{}`", clip(&name))))?;
             tensors.push(TensorInfo { name, dims, ggml_type, offset, bytes, kind });
         }
         let data_offset = (c.at as u64).div_ceil(alignment) * alignment;
         let data_len = (b.len() as u64).saturating_sub(data_offset);
+        // Tensor data comes in the order of the infos and never overlaps (llama.cpp requires
+        // the same); a tensor of unknown size ends where it starts, as far as this can tell.
+        let mut end = 0u64;
+        let mut previous = "";
+        for t in &tensors {
+            if t.offset < end {
+                return Err(malformed(
+                    "tensors lie in the order of their infos without overlapping",
+                    format!(
+                        "`{}` at data offset {} starts before `{}` ends at {end}",
+                        clip(&t.name),
+                        t.offset,
+                        clip(previous)
+                    ),
+                ));
+            }
+            end = t.offset.saturating_add(t.bytes.unwrap_or(0));
+            previous = &t.name;
+        }
         for t in &tensors {
             if t.offset % alignment != 0 {
                 return Err(malformed(
@@ -344,15 +448,15 @@ impl GgufFile {
                 }
             }
         }
-        Ok(GgufFile { bytes, version, metadata, tensors, alignment, data_offset })
+        Ok(GgufFile { bytes, version, metadata, keys, tensors, index, alignment, data_offset })
     }
 
     pub fn metadata(&self, key: &str) -> Option<&Value> {
-        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.keys.get(key).map(|&i| &self.metadata[i].1)
     }
 
     pub fn info(&self, name: &str) -> Option<&TensorInfo> {
-        self.tensors.iter().find(|t| t.name == name)
+        self.index.get(name).map(|&i| &self.tensors[i])
     }
 
     /// The named tensor as an `EncodedTensor` borrowing the file's bytes.
@@ -360,7 +464,7 @@ impl GgufFile {
         let t = self.info(name).ok_or_else(|| Error::UnknownName {
             kind: "tensor",
             name: name.to_string(),
-            valid: crate::error::short_list(self.tensors.iter().map(|t| t.name.as_str())),
+            valid: short_list(self.tensors.iter().map(|t| t.name.as_str())),
         })?;
         let (format, layout, shape) = match &t.kind {
             TensorKind::Registered { format, layout, shape } => (*format, *layout, shape.clone()),

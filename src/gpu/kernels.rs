@@ -229,6 +229,7 @@ pub fn constants(key: KernelKey) -> Result<String> {
     let direct = matches!(format.category(), Category::DirectFloat | Category::DirectInt);
     writeln!(s, "const LEVELS_ARE_WORDS: bool = {direct};\nconst HAS_OFFSET: bool = {};", has_offset(format))
         .map_err(w)?;
+    writeln!(s, "const COMPUTED_NAN: u32 = {:#x}u;", crate::gguf::COMPUTED_NAN).map_err(w)?;
     match format.spec().geometry {
         Geometry::Direct { bytes } => writeln!(s, "const WORD_BYTES: u32 = {bytes}u;").map_err(w)?,
         Geometry::Grouped { group, mapping, .. } => {

@@ -77,15 +77,29 @@ fn safetensors_reads_every_tensor_and_checks_offsets() {
     assert_eq!(ts.len(), 2);
     assert_eq!(ts[1].data, FloatData::Bf16(vec![0x3F80]));
     for (header, needle) in [
-        (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,12]}}"#, "data_offsets"),
-        (r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#, "need 12"),
-        (r#"{"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}"#, "I64"),
-        (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}"#, "data_offsets"),
-        (r#"{"__metadata__":{}}"#, "no tensors"),
+        (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,12]}}"#, "invalid shape, data type, or offset"),
+        (r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#, "invalid shape, data type, or offset"),
+        (
+            r#"{"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}}"#,
+            "I64",
+        ),
+        (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}"#, "offset"),
+        // Overlapping data, a gap, and a key given twice (serde would keep the last silently).
+        (
+            r#"{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+            "offset",
+        ),
+        (r#"{"a":{"dtype":"BF16","shape":[1],"data_offsets":[2,4]}}"#, "offset"),
+        (
+            r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}}"#,
+            "appears twice",
+        ),
     ] {
         let e = parse_safetensors(&safetensors(header, &data)).unwrap_err().to_string();
         assert!(e.contains(needle), "{header}: {e}");
     }
+    let e = parse_safetensors(&safetensors(r#"{"__metadata__":{}}"#, &[])).unwrap_err().to_string();
+    assert!(e.contains("no tensors"), "{e}");
 }
 
 #[test]

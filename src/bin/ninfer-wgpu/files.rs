@@ -75,8 +75,8 @@ enum Opened {
 impl Opened {
     fn open(file: &Path) -> Result<Opened, Error> {
         let mut magic = [0u8; 4];
-        let is_gguf = std::fs::File::open(file).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok()
-            && &magic == b"GGUF";
+        let mut f = ninfer_wgpu::files::open_regular(file)?;
+        let is_gguf = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == b"GGUF";
         Ok(if is_gguf { Opened::Gguf(GgufFile::open(file)?) } else { Opened::Ninfer(Artifact::open(file)?) })
     }
 
@@ -273,8 +273,26 @@ pub fn dequant(
     Ok(true)
 }
 
-fn read_words(path: &Path, what: &str) -> Result<Vec<[u8; 4]>, Error> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+/// Most row indices `gather --rows @FILE` reads (64 MiB of u32).
+const MAX_GATHER_ROWS: u64 = 1 << 24;
+
+/// A zeroed vector of `len` items, or an error naming `what` when memory cannot hold it (an
+/// allocation failure would abort the process).
+fn zeroed<T: Clone + Default>(len: usize, what: &str) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::Unsupported(format!(
+            "{what} needs {len} × {} bytes, more than this machine can allocate",
+            size_of::<T>()
+        ))
+    })?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+/// Little-endian 4-byte values from a regular file, at most `max` of them (read no further).
+fn read_words(path: &Path, what: &str, max: u64) -> Result<Vec<[u8; 4]>, Error> {
+    let bytes = ninfer_wgpu::files::read_at_most(path, max.saturating_mul(4), what)?;
     if bytes.len() % 4 != 0 {
         return Err(Error::Io(format!(
             "{}: {} bytes is not a whole number of little-endian {what} values",
@@ -315,13 +333,15 @@ pub fn matvec(
     let pieces = opened.pieces(tensor)?;
     let (n, k) = stacked(&pieces, "matvec")?;
     let pieces = validated(&pieces)?;
-    let xs: Vec<f32> = read_words(x, "f32")?.into_iter().map(f32::from_le_bytes).collect();
     if columns == 0 || columns > ninfer_wgpu::gpu::MAX_COLUMNS {
         return Err(Error::Unsupported(format!(
             "--columns takes 1..={}, got {columns}",
             ninfer_wgpu::gpu::MAX_COLUMNS
         )));
     }
+    // K and J are known, so X is never read past its 4·K·J bytes.
+    let want = (k as u64).saturating_mul(columns as u64);
+    let xs: Vec<f32> = read_words(x, "J columns of K f32 values", want)?.into_iter().map(f32::from_le_bytes).collect();
     if xs.len() != k * columns {
         return Err(Error::Shape {
             layout: "matvec",
@@ -335,7 +355,7 @@ pub fn matvec(
         });
     }
     // Each piece gives J columns of its rows; Y is J columns of all N rows.
-    let mut y = vec![0f32; n * columns];
+    let mut y: Vec<f32> = zeroed(n.saturating_mul(columns), "the output")?;
     let gpu = gpu_for(device, adapter)?;
     let mut row0 = 0;
     for t in &pieces {
@@ -352,13 +372,43 @@ pub fn matvec(
     }
     let to = write_output(output, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
     eprintln!("{tensor}: {columns} column(s) of {n} outputs to {to}");
+    if let Some(at) = y.iter().position(|v| !v.is_finite()) {
+        return non_finite(&pieces, &xs, (at % n, at / n), y[at]);
+    }
     Ok(true)
+}
+
+/// An output that is not finite. From a non-finite weight or activation that is arithmetic; from
+/// finite operands it means a sum overflowed binary32 (on the GPU, possibly only a partial sum
+/// of its reduction order), and the run fails with exit code 1 rather than pass it on silently.
+fn non_finite(pieces: &[Validated], xs: &[f32], (row, column): (usize, usize), value: f32) -> Result<bool, Error> {
+    let finite_weights = || {
+        pieces.iter().try_fold(true, |all, t| {
+            Ok::<_, Error>(
+                all && match oracle::dequant(t)? {
+                    Dequantized::F32(v) => v.iter().all(|w| w.is_finite()),
+                    Dequantized::I32(_) => true,
+                },
+            )
+        })
+    };
+    if !xs.iter().all(|x| x.is_finite()) || !finite_weights()? {
+        eprintln!("note: y[{row}] of column {column} is {value}: the weights or activations are not all finite");
+        return Ok(true);
+    }
+    eprintln!(
+        "error: y[{row}] of column {column} is {value} although every weight and activation is finite: a binary32 sum overflowed"
+    );
+    Ok(false)
 }
 
 /// `--rows`: `3,17,5` or `@FILE` of little-endian u32.
 fn parse_rows(spec: &str) -> Result<Vec<u32>, Error> {
     if let Some(path) = spec.strip_prefix('@') {
-        return Ok(read_words(Path::new(path), "u32")?.into_iter().map(u32::from_le_bytes).collect());
+        return Ok(read_words(Path::new(path), "gather's u32 row indices", MAX_GATHER_ROWS)?
+            .into_iter()
+            .map(u32::from_le_bytes)
+            .collect());
     }
     spec.split(',')
         .map(|r| {
@@ -393,7 +443,7 @@ pub fn gather(
         });
     }
     // Each request goes to the piece holding its row; results are put back in request order.
-    let mut out = vec![[0u8; 4]; rows.len() * k];
+    let mut out: Vec<[u8; 4]> = zeroed(rows.len().saturating_mul(k), "the gathered rows")?;
     let gpu = gpu_for(device, adapter)?;
     let mut row0 = 0usize;
     for t in &pieces {
