@@ -20,6 +20,7 @@ pub mod sources;
 mod uses;
 mod writer;
 
+pub use json::{ParsedRoot, RawJson};
 pub use reader::Artifact;
 pub use root::{
     ActivationPolicy, AuxRole, Binding, BindingPart, Component, FileEntry, ObjectEntry, ObjectKind, Root, Use,

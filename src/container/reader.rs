@@ -2,7 +2,7 @@
 //! is read until a tensor is asked for, so a multi-GB artifact opens in the time it takes to
 //! parse its JSON.
 
-use super::json::parse_strict;
+use super::json::parse_root;
 use super::root::{Binding, BindingPart, ObjectEntry, ObjectKind, Root};
 use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
 use crate::error::{short_list, Error, Result};
@@ -115,7 +115,7 @@ impl Artifact {
             })?;
         // json_end <= len, and the whole file is mapped, so these conversions cannot fail.
         let json_end = to_usize(json_end, rule::ENTRY_JSON_BYTES, "the JSON end")?;
-        let value = parse_strict(&entry[HEADER_BYTES..json_end])?;
+        let parsed = parse_root(&entry[HEADER_BYTES..json_end])?;
         let payload_start = align_up(json_end as u64, PAYLOAD_ALIGN as u64)
             .ok_or_else(|| violation(rule::ENTRY_JSON_BYTES, "payload start overflows"))?;
         let gap_end = payload_start.min(len) as usize;
@@ -123,7 +123,8 @@ impl Artifact {
             return Err(violation(rule::ENTRY_GAP, format!("byte {} is {:#04x}", json_end + at, entry[json_end + at])));
         }
         let entry_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let root = Root::parse(&value, &entry_name)?;
+        let root = Root::parse(&parsed, &entry_name)?;
+        drop(parsed);
         let expected = payload_start.checked_add(root.files[0].payload_bytes);
         if expected != Some(len) {
             return Err(violation(

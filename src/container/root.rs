@@ -5,6 +5,7 @@
 //! each refusal has to name its rule and its place (`objects[3] ("w")`), and serde's messages
 //! name neither.
 
+use super::json::{parse_root, ParsedRoot, RawJson};
 use super::{rule, violation, MAX_RANK};
 use crate::error::Result;
 use serde_json::{json, Map, Value};
@@ -134,8 +135,9 @@ pub struct Root {
     pub bindings: BTreeMap<String, Binding>,
     pub uses: Vec<Use>,
     pub files: Vec<FileEntry>,
-    pub metadata: Option<Map<String, Value>>,
-    pub provenance: Option<Map<String, Value>>,
+    /// Free-form objects, kept as checked JSON text (see `json.rs` on memory).
+    pub metadata: Option<RawJson>,
+    pub provenance: Option<RawJson>,
 }
 
 const ROOT_REQUIRED: [&str; 5] = ["components", "objects", "bindings", "uses", "files"];
@@ -187,8 +189,13 @@ fn check_id(id: &str, at: &str) -> Result<()> {
 impl Root {
     /// Parses a root with every JSON rule; `entry_name` is the entry file's own name, which no
     /// part may reuse.
-    pub fn parse(value: &Value, entry_name: &str) -> Result<Root> {
-        let map = object(value, rule::ROOT_OBJECT, "the root")?;
+    pub fn parse_bytes(json: &[u8], entry_name: &str) -> Result<Root> {
+        Root::parse(&parse_root(json)?, entry_name)
+    }
+
+    /// [`Root::parse_bytes`] after the JSON pass.
+    pub fn parse(parsed: &ParsedRoot, entry_name: &str) -> Result<Root> {
+        let map = object(&parsed.value, rule::ROOT_OBJECT, "the root")?;
         members(map, "the root", &ROOT_REQUIRED, &ROOT_OPTIONAL, rule::UNKNOWN_MEMBER, rule::REQUIRED_MEMBER)?;
         let typed = |name: &str, want_object: bool| -> Result<&Value> {
             let v = &map[name];
@@ -214,15 +221,16 @@ impl Root {
             bindings.insert(name.clone(), parse_binding(b, &format!("bindings[{name:?}]"), &by_id)?);
         }
         let uses = parse_uses(typed("uses", false)?, &bindings, &by_id)?;
-        let free = |name: &str| -> Result<Option<Map<String, Value>>> {
-            match map.get(name) {
+        let free = |name: &str| -> Result<Option<RawJson>> {
+            match parsed.raw.get(name) {
                 None => Ok(None),
-                Some(v) => Ok(Some(object(v, rule::MEMBER_TYPE, &format!("`{name}`"))?.clone())),
+                Some(v) if v.is_object() => Ok(Some(v.clone())),
+                Some(_) => Err(violation(rule::MEMBER_TYPE, format!("`{name}` is not a JSON object"))),
             }
         };
         let metadata = free("metadata")?;
         let provenance = free("provenance")?;
-        if let Some(name) = metadata.as_ref().and_then(|m| m.get("name")) {
+        if let Some(name) = metadata.as_ref().and_then(|m| m.member("name")) {
             if name.as_str().is_none_or(str::is_empty) {
                 return Err(violation(rule::METADATA_NAME, format!("metadata.name is {name}")));
             }
@@ -253,8 +261,25 @@ impl Root {
         self.objects.iter().find(|o| o.id == id)
     }
 
-    /// The root as JSON, members in the spec's order of mention.
-    pub fn to_json(&self) -> Value {
+    /// The root as JSON text, members in the spec's order of mention (the free-form ones as
+    /// they were given).
+    pub fn to_text(&self) -> Result<Vec<u8>> {
+        #[derive(serde::Serialize)]
+        struct Text<'a> {
+            #[serde(flatten)]
+            structure: &'a Map<String, Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            metadata: Option<&'a RawJson>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            provenance: Option<&'a RawJson>,
+        }
+        let Value::Object(structure) = self.structure() else { unreachable!("structure() builds an object") };
+        let text =
+            Text { structure: &structure, metadata: self.metadata.as_ref(), provenance: self.provenance.as_ref() };
+        serde_json::to_vec(&text).map_err(|e| violation(rule::JSON_SYNTAX, format!("serializing the root: {e}")))
+    }
+
+    fn structure(&self) -> Value {
         let mut root = Map::new();
         root.insert(
             "components".into(),
@@ -272,12 +297,6 @@ impl Root {
                 self.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect(),
             ),
         );
-        if let Some(m) = &self.metadata {
-            root.insert("metadata".into(), Value::Object(m.clone()));
-        }
-        if let Some(p) = &self.provenance {
-            root.insert("provenance".into(), Value::Object(p.clone()));
-        }
         Value::Object(root)
     }
 }

@@ -264,7 +264,7 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
         .and_then(|n| n.checked_add(8))
         .and_then(|end| bytes.get(8..end))
         .ok_or_else(|| bad(KIND, format!("header length {n} runs past the end of the file (not .npy either)")))?;
-    super::json::parse_strict(header).map_err(|e| bad(KIND, format!("header: {e}")))?;
+    super::json::check_strict(header).map_err(|e| bad(KIND, format!("header: {e}")))?;
     let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| bad(KIND, clip(&e.to_string())))?;
     let mut views = file.tensors();
     views.sort_by(|a, b| a.0.cmp(&b.0));

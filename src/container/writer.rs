@@ -6,7 +6,7 @@
 //! of the same name then meets parts carrying a different artifact id and refuses to open. So a
 //! crash never leaves a half-written artifact that opens.
 
-use super::json::parse_strict;
+use super::json::RawJson;
 use super::root::{Binding, Component, FileEntry, ObjectEntry, ObjectKind, Root, Use};
 use super::{align_up, hex, rule, violation, ENTRY_MAGIC, HEADER_BYTES, PART_MAGIC, PAYLOAD_ALIGN, TENSOR_ALIGN};
 use crate::encode::Encoded;
@@ -170,14 +170,13 @@ impl<'a> ArtifactWriter<'a> {
             bindings: self.bindings.clone(),
             uses: self.uses.clone(),
             files,
-            metadata: self.metadata.clone(),
-            provenance,
+            metadata: self.metadata.as_ref().map(RawJson::from_value).transpose()?,
+            provenance: provenance.as_ref().map(RawJson::from_value).transpose()?,
         };
-        let mut json =
-            serde_json::to_vec(&root.to_json()).map_err(|e| Error::Io(format!("serializing the JSON root: {e}")))?;
+        let mut json = root.to_text()?;
         // The same checks a reader applies (including payload_bytes > 0, which an artifact with
         // only empty objects would break).
-        Root::parse(&parse_strict(&json)?, &entry_name)?;
+        Root::parse_bytes(&json, &entry_name)?;
         // Spaces are JSON whitespace: the padded text parses to the same root, and the payload
         // then starts exactly at the end of the JSON.
         let padded = align_up((HEADER_BYTES + json.len()) as u64, PAYLOAD_ALIGN as u64)

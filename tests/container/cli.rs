@@ -84,7 +84,7 @@ fn quantize_npy_to_q4_then_dequant_and_matvec_match_the_oracle() {
     let t = a.tensor("weights").unwrap();
     let expected = grouped::grouped_absmax(Format::Q4G64Fp16, n, k, Source::F32(&values)).unwrap();
     assert_eq!(t.payload(), expected.tensor.payload(), "the CLI stores exactly what grouped_absmax produces");
-    let p = a.root().provenance.as_ref().unwrap();
+    let p = a.root().provenance.as_ref().unwrap().parse().unwrap();
     assert_eq!(p["weights"]["method"], "grouped_absmax");
     assert_eq!(p["weights"]["params"]["source_file"], "weights.npy");
 
@@ -145,7 +145,7 @@ fn quantize_runs_the_named_method() {
         ok(&args);
         let a = Artifact::open(&out).unwrap();
         assert_eq!(a.tensor("m").unwrap().payload(), &payload[..], "{format}");
-        assert_eq!(a.root().provenance.as_ref().unwrap()["m"]["method"], recorded, "{format}");
+        assert_eq!(a.root().provenance.as_ref().unwrap().parse().unwrap()["m"]["method"], recorded, "{format}");
     }
 }
 
@@ -204,8 +204,8 @@ fn quantize_reads_safetensors_and_keeps_bf16_words() {
     // bf16 in, bf16 out: persisted bit for bit, not rounded again.
     let norm = art.tensor("layers.0.norm").unwrap();
     assert_eq!(norm.payload(), b_words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
-    assert_eq!(art.root().provenance.as_ref().unwrap()["layers.0.norm"]["method"], "persist");
-    assert_eq!(art.root().provenance.as_ref().unwrap()["layers.0.w"]["method"], "f32_to_bf16");
+    assert_eq!(art.root().provenance.as_ref().unwrap().parse().unwrap()["layers.0.norm"]["method"], "persist");
+    assert_eq!(art.root().provenance.as_ref().unwrap().parse().unwrap()["layers.0.w"]["method"], "f32_to_bf16");
     // Tensor names are bindings too.
     assert_eq!(art.binding("layers.0.w").unwrap()[0].shape(), &[n, k]);
 }

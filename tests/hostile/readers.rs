@@ -156,3 +156,36 @@ fn a_gguf_tensor_past_the_data_is_refused_and_an_unknown_name_lists_few() {
     let desc = TensorDesc::new(Format::GgufQ8_0, Layout::GgufBlocksV1, &[1, 32]);
     assert_eq!(desc.encoded_bytes().unwrap(), 34);
 }
+
+#[test]
+fn a_32_mb_metadata_array_costs_its_text_not_a_tree() {
+    let dir = TempDir::new("metadata");
+    let mut rng = Rng::new(11);
+    let mut writer = ArtifactWriter::new();
+    writer.add_tensor("w", bf16(&mut rng, &[2, 2]));
+    let small = dir.join("small.ninfer");
+    writer.write(&small).unwrap();
+    // Rebuild the entry around the same root plus `metadata: {"big": [0, 0, ...]}` (32 MB).
+    let file = std::fs::read(&small).unwrap();
+    let json_bytes = u64::from_le_bytes(file[8..16].try_into().unwrap()) as usize;
+    let payload = &file[(32 + json_bytes).div_ceil(4096) * 4096..];
+    let root = std::str::from_utf8(&file[32..32 + json_bytes]).unwrap().trim_end();
+    let zeros = 16 << 20;
+    let mut json = root.strip_suffix('}').unwrap().to_string();
+    json.push_str(r#","metadata":{"big":["#);
+    json.push_str(&"0,".repeat(zeros - 1));
+    json.push_str("0]}}");
+    let mut entry = file[..8].to_vec();
+    entry.extend((json.len() as u64).to_le_bytes());
+    entry.extend(&file[16..32]);
+    entry.extend(json.as_bytes());
+    entry.resize((32 + json.len()).div_ceil(4096) * 4096, 0);
+    entry.extend(payload);
+    let big = dir.join("big.ninfer");
+    std::fs::write(&big, entry).unwrap();
+    let (a, peak) = super::peak_allocation(|| Artifact::open(&big).unwrap());
+    assert!(peak < 3 * json.len(), "opening took {peak} bytes for {} bytes of JSON", json.len());
+    let metadata = a.root().metadata.as_ref().unwrap();
+    assert_eq!(metadata.text().len(), json.len() - root.len() - r#","metadata":}"#.len() + 1);
+    assert!(metadata.member("big").is_some_and(|v| v.as_array().is_some_and(|v| v.len() == zeros)));
+}

@@ -189,7 +189,6 @@ pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bo
         let report = json!({
             "artifact_id": hex(&artifact.artifact_id()),
             "files": files,
-            "metadata": root.metadata,
             "platform": platform,
             "gpu_error": gpu.as_ref().err().map(|e| e.to_string()),
             "tensors": tensors,
@@ -197,10 +196,19 @@ pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bo
             "bindings": root.bindings.keys().collect::<Vec<_>>(),
             "uses": root.uses.iter().map(|u| json!({ "parameter": u.parameter, "input": u.input })).collect::<Vec<_>>(),
         });
+        // The metadata goes out as the text it is stored as, never built into a tree.
+        #[derive(serde::Serialize)]
+        struct Report<'a> {
+            #[serde(flatten)]
+            report: serde_json::Value,
+            metadata: Option<&'a ninfer_wgpu::container::RawJson>,
+        }
+        let report = Report { report, metadata: root.metadata.as_ref() };
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Io(e.to_string()))?);
         return Ok(true);
     }
-    let name = root.metadata.as_ref().and_then(|m| m.get("name")).and_then(|n| n.as_str()).unwrap_or("(unnamed)");
+    let name = root.metadata.as_ref().and_then(|m| m.member("name"));
+    let name = name.as_ref().and_then(|n| n.as_str()).unwrap_or("(unnamed)");
     println!(
         "{name}: artifact {} in {} file(s), {} payload bytes",
         hex(&artifact.artifact_id()),
