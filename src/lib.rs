@@ -3,6 +3,7 @@
 //! Data flows one way: payload bytes → [`EncodedTensor`] (geometry and size checked) → the
 //! scalar [`oracle`] on the CPU, or an upload and a kernel on the GPU.
 
+pub mod args;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod conformance;

@@ -7,6 +7,7 @@
 mod files;
 
 use clap::{Parser, Subcommand};
+use ninfer_wgpu::args::{parse_formats, parse_ops, parse_shape};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
 use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op, MAX_COLUMNS};
@@ -158,41 +159,8 @@ enum Command {
     },
 }
 
-fn parse_formats(names: &[String]) -> Result<Vec<Format>, Error> {
-    if names.is_empty() {
-        return Ok(Format::ALL.to_vec());
-    }
-    names.iter().map(|n| n.parse()).collect()
-}
-
-fn parse_shape(s: &str) -> Result<(usize, usize), Error> {
-    let bad = || Error::Shape { layout: "bench", rule: "--shape is NxK with positive integers", detail: s.to_string() };
-    let (n, k) = s.split_once(['x', 'X']).ok_or_else(bad)?;
-    let (n, k) = (n.trim().parse::<usize>().map_err(|_| bad())?, k.trim().parse::<usize>().map_err(|_| bad())?);
-    if n == 0 || k == 0 {
-        return Err(bad());
-    }
-    Ok((n, k))
-}
-
 fn open(adapter: Option<String>) -> Result<Gpu, Error> {
     block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))
-}
-
-fn parse_ops(names: &[String]) -> Result<Vec<Op>, Error> {
-    if names.is_empty() {
-        return Ok(Op::ALL.to_vec());
-    }
-    names
-        .iter()
-        .map(|n| {
-            Op::ALL.into_iter().find(|op| op.name() == n.as_str()).ok_or_else(|| Error::UnknownName {
-                kind: "op",
-                name: n.clone(),
-                valid: Op::ALL.map(|o| o.name()).join(", "),
-            })
-        })
-        .collect()
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<(), Error> {

@@ -15,10 +15,27 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-/// One mapped file and where its payload sits in the logical payload.
+/// A file's bytes: memory-mapped (native files), or handed over in memory (a browser's
+/// `ArrayBuffer`, a fuzzer's input).
+enum Image {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Image {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Image::Mapped(m) => m,
+            Image::Owned(v) => v,
+        }
+    }
+}
+
+/// One file and where its payload sits in the logical payload.
 struct Mapped {
     path: PathBuf,
-    map: Mmap,
+    map: Image,
     /// Byte offset of the payload inside this file.
     payload_start: usize,
     /// `P_i`: where this file's payload begins in the logical payload.
@@ -97,8 +114,29 @@ impl Artifact {
         if len < HEADER_BYTES as u64 {
             return Err(violation(rule::ENTRY_HEADER, format!("{} is {len} bytes", path.display())));
         }
-        let entry = map(&file, path)?;
-        // Sizes below come from the map itself, not the metadata read before mapping.
+        let entry = Image::Mapped(map(&file, path)?);
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        Artifact::assemble(path, entry, |name| {
+            let part = dir.join(name);
+            let file = crate::files::open_regular(&part).map_err(|e| violation(rule::PART_OPEN, e.to_string()))?;
+            Ok((part.clone(), Image::Mapped(map(&file, &part)?)))
+        })
+    }
+
+    /// An artifact held in memory: the entry's bytes, and each continuation part's bytes by
+    /// its file name (`parts` is asked once per part the entry lists). Checks as [`Artifact::open`].
+    pub fn from_bytes(
+        entry_name: &str,
+        entry: Vec<u8>,
+        mut parts: impl FnMut(&str) -> Result<Vec<u8>>,
+    ) -> Result<Artifact> {
+        Artifact::assemble(Path::new(entry_name), Image::Owned(entry), |name| {
+            Ok((PathBuf::from(name), Image::Owned(parts(name)?)))
+        })
+    }
+
+    fn assemble(path: &Path, entry: Image, mut part: impl FnMut(&str) -> Result<(PathBuf, Image)>) -> Result<Artifact> {
+        // Sizes below come from the bytes themselves, not file metadata read before mapping.
         let len = entry.len() as u64;
         if len < HEADER_BYTES as u64 {
             return Err(violation(rule::ENTRY_HEADER, format!("{} is {len} bytes", path.display())));
@@ -145,13 +183,13 @@ impl Artifact {
             logical_start: 0,
             payload_bytes: root.files[0].payload_bytes,
         }];
-        let dir = path.parent().unwrap_or(Path::new("."));
         for (i, f) in root.files.iter().enumerate().skip(1) {
             let name = f.path.as_deref().unwrap_or_default();
-            let part = open_part(&dir.join(name), i, &artifact_id, f.payload_bytes)?;
+            let (part_path, image) = part(name)?;
+            check_part(&image, &part_path, i, &artifact_id, f.payload_bytes)?;
             files.push(Mapped {
-                path: dir.join(name),
-                map: part,
+                path: part_path,
+                map: image,
                 payload_start: PAYLOAD_ALIGN,
                 logical_start: starts[i],
                 payload_bytes: f.payload_bytes,
@@ -374,14 +412,8 @@ fn rows_of(t: EncodedTensor<'_>, rows: std::ops::Range<usize>) -> Result<Encoded
     }
 }
 
-/// Opens and checks one continuation part: header, index, artifact id, size, zero gap.
-fn open_part(path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u64) -> Result<Mmap> {
-    let file = crate::files::open_regular(path).map_err(|e| violation(rule::PART_OPEN, e.to_string()))?;
-    let len = file.metadata().map_err(|e| io(path, e))?.len();
-    if len < HEADER_BYTES as u64 {
-        return Err(violation(rule::PART_HEADER, format!("{} is {len} bytes", path.display())));
-    }
-    let part = map(&file, path)?;
+/// Checks one continuation part: header, index, artifact id, size, zero gap.
+fn check_part(part: &[u8], path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u64) -> Result<()> {
     let len = part.len() as u64;
     if len < HEADER_BYTES as u64 {
         return Err(violation(rule::PART_HEADER, format!("{} is {len} bytes", path.display())));
@@ -389,7 +421,7 @@ fn open_part(path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u
     if part[..8] != PART_MAGIC {
         return Err(violation(rule::PART_HEADER, format!("{} starts with {}", path.display(), hex(&part[..8]))));
     }
-    let found = u64_at(&part, 8);
+    let found = u64_at(part, 8);
     if found != index as u64 {
         return Err(violation(
             rule::PART_INDEX,
@@ -415,5 +447,5 @@ fn open_part(path: &Path, index: usize, artifact_id: &[u8; 16], payload_bytes: u
             format!("{} byte {} is {:#04x}", path.display(), HEADER_BYTES + at, part[HEADER_BYTES + at]),
         ));
     }
-    Ok(part)
+    Ok(())
 }

@@ -418,15 +418,7 @@ fn parse_rows(spec: &str) -> Result<Vec<u32>, Error> {
             .map(u32::from_le_bytes)
             .collect());
     }
-    spec.split(',')
-        .map(|r| {
-            r.trim().parse::<u32>().map_err(|_| Error::Shape {
-                layout: "gather",
-                rule: "--rows is a comma-separated list of row indices or @FILE",
-                detail: format!("`{r}` is not a row index"),
-            })
-        })
-        .collect()
+    ninfer_wgpu::args::parse_row_list(spec)
 }
 
 /// `gather`: the values of the requested rows, in request order, raw little-endian.
