@@ -108,7 +108,8 @@ enum Command {
         output: PathBuf,
     },
     /// Write Y = W X as raw little-endian f32 for a rank-2 tensor: X is J columns of K raw f32
-    /// values back to back, Y is J columns of N values back to back (J = 1: y = W x).
+    /// values back to back, Y is J columns of N values back to back (J = 1: y = W x). Exits 1
+    /// when an output is not finite although every weight and activation is (a sum overflowed).
     Matvec {
         file: PathBuf,
         /// An object id or binding name (.ninfer), or a tensor name (.gguf).
