@@ -15,7 +15,7 @@ pub(super) fn all_zero(bytes: &[u8]) -> bool {
     body | chunks.remainder().iter().fold(0u8, |a, &b| a | b) == 0
 }
 
-/// Counts bytes for which `bad` holds, without branching per byte.
+/// No byte for which `bad` holds; checked without branching per byte.
 pub(super) fn none(bytes: &[u8], bad: impl Fn(u8) -> bool) -> bool {
     let mut chunks = bytes.chunks_exact(64);
     let body = chunks.by_ref().fold(false, |acc, c| acc | c.iter().fold(false, |a, &b| a | bad(b)));
