@@ -260,7 +260,12 @@ pub fn dequant(
     let opened = Opened::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let pieces = validated(&pieces)?;
-    let mut out = Vec::new();
+    let values = pieces.iter().try_fold(0usize, |n, t| n.checked_add(t.desc().elements()?));
+    let mut out: Vec<u8> = Vec::new();
+    out.try_reserve_exact(values.and_then(|v| v.checked_mul(4)).unwrap_or(usize::MAX)).map_err(|_| {
+        let bytes = values.map_or("more than 2^64".to_string(), |v| (v as u128 * 4).to_string());
+        Error::Unsupported(format!("{tensor}: its {bytes} output bytes do not fit in this machine's memory"))
+    })?;
     match device {
         Device::Cpu => {
             for t in &pieces {
