@@ -186,6 +186,79 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
     }
 }
 
+/// One case per layout family (and an i-quant, whose grid is a fourth binding), each payload
+/// over 1 MiB.
+fn split_cases() -> Vec<(Format, Vec<usize>, usize)> {
+    vec![
+        (Format::Q4G64Fp16, vec![600, 4096], 1),
+        (Format::Q5G64Fp16, vec![400, 4100], 1),
+        // A 128-row tile of nvfp4 output must fit one 256 KiB binding: K = 256.
+        (Format::Nvfp4, vec![8192, 256], 2),
+        (Format::Fp8E4m3fnRowBf16, vec![300, 4001], 1),
+        (Format::Fp8E4m3fnRowFp16, vec![300, 4001], 1),
+        (Format::Bf16, vec![300, 2001], 1),
+        (Format::GgufQ4K, vec![1024, 2048], 1),
+        (Format::GgufIq2Xxs, vec![2048, 2048], 1),
+    ]
+}
+
+#[test]
+fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
+    let Some(full) = first_gpu(GpuOptions::default()) else { return };
+    let limits = GpuOptions { max_buffer_size: Some(1 << 20), max_binding: Some(256 << 10), ..Default::default() };
+    let Some(split) = first_gpu(limits) else { return };
+    let seed = Rng::seed_from_time();
+    println!("split seed {seed}");
+    let mut rng = Rng::new(seed);
+    for (format, shape, divisors) in split_cases() {
+        let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
+        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+        let v = t.validate().unwrap();
+        let mut reported = 0;
+        let a = block_on(full.upload(&v)).unwrap();
+        let b = block_on(split.upload_with_progress(&v, &mut |done, total| {
+            assert!(done > reported && done <= total);
+            reported = done;
+        }))
+        .unwrap();
+        assert_eq!(a.placement().segments.len(), 1);
+        assert!(b.placement().segments.len() > 1, "{format}: {} buffers", b.placement().segments.len());
+        assert_eq!(reported, b.placement().segments.iter().map(|r| r.end - r.start).sum::<u64>());
+        let whole = block_on(full.dequant(&a)).unwrap();
+        assert_eq!(whole, block_on(split.dequant(&b)).unwrap(), "{format}: split dequant");
+        let mut streamed = Vec::new();
+        block_on(split.dequant_to(&b, &mut |w| {
+            streamed.extend_from_slice(w);
+            Ok(())
+        }))
+        .unwrap();
+        assert_eq!(whole, streamed, "{format}: dequant streamed to a sink");
+        // Rows from every block, in one call.
+        let rows = conformance::gather_rows(shape[0], &mut rng);
+        assert_eq!(
+            block_on(full.gather(&a, &rows)).unwrap(),
+            block_on(split.gather(&b, &rows)).unwrap(),
+            "{format}: split gather"
+        );
+        let columns = 3;
+        let x = random_activation(shape[1] * columns, &mut rng);
+        for variant in [Variant::Workgroup, Variant::Subgroup] {
+            match (
+                block_on(full.matmul_with(&a, &x, columns, variant)),
+                block_on(split.matmul_with(&b, &x, columns, variant)),
+            ) {
+                (Ok(ya), Ok(yb)) => assert_eq!(
+                    ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{format} {variant:?}: split matmul"
+                ),
+                (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if variant == Variant::Subgroup => {}
+                (ra, rb) => panic!("{format} {variant:?}: {ra:?} / {rb:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn unsupported_combinations_are_errors_not_panics() {
     let Some(gpu) = first_gpu(GpuOptions { max_buffer_size: Some(1 << 16), ..Default::default() }) else { return };
@@ -247,14 +320,15 @@ fn unsupported_combinations_are_errors_not_panics() {
     assert!(matches!(block_on(gpu.matmul(&up, &[0.0; 2], 1)), Err(Error::Unsupported(m)) if m.contains("rank-2")));
     assert!(matches!(block_on(gpu.gather(&up, &[0])), Err(Error::Unsupported(m)) if m.contains("rank-2")));
 
+    // A payload over max_buffer_size is split on rows; one row over it cannot be.
     let big = EncodedTensor::encode(
-        &random_words(Format::Fp32, &[100, 200], 1, &mut rng, Words::Finite).unwrap(),
+        &random_words(Format::Fp32, &[2, 20000], 1, &mut rng, Words::Finite).unwrap(),
         Layout::ContiguousLeV1,
     )
     .unwrap();
     match block_on(gpu.upload(&big.validate().unwrap())) {
         Err(Error::Unsupported(m)) => assert!(m.contains("80000") && m.contains("65536"), "names both sizes: {m}"),
-        other => panic!("oversized payload: {:?}", other.err()),
+        other => panic!("a row over one buffer: {:?}", other.err()),
     }
 
     if !gpu.platform().has_subgroups {

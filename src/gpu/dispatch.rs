@@ -51,10 +51,14 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
 pub struct Prepared {
     pipeline: wgpu::ComputePipeline,
     passes: Vec<(wgpu::BindGroup, [u32; 2])>,
-    out: wgpu::Buffer,
+    /// The output buffers in output order, with their words.
+    outputs: Vec<(wgpu::Buffer, u64)>,
     out_words: u64,
     label: String,
 }
+
+/// Most bytes one read-back copies to the host at a time.
+pub const READ_CHUNK: u64 = 64 << 20;
 
 fn range(buffer: &wgpu::Buffer, w: Window) -> wgpu::BindingResource<'_> {
     wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset: w.start, size: NonZeroU64::new(w.size.max(4)) })
@@ -74,14 +78,23 @@ impl Prepared {
         let grid = gpu.grid_buffer(key.format).await?;
         let label = format!("{} {:?}", key.label(), tensor.desc().shape);
         let device = gpu.device();
-        let (out, passes) = gpu
+        let (outputs, passes) = gpu
             .scoped(&format!("allocating and binding {label}"), || {
-                let out = device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("ninfer-wgpu output"),
-                    size: (plan.out_words * 4).max(4),
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
+                let outputs: Vec<(wgpu::Buffer, u64)> = plan
+                    .outputs
+                    .iter()
+                    .map(|&words| {
+                        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some("ninfer-wgpu output"),
+                            size: (words * 4).max(4),
+                            usage: wgpu::BufferUsages::STORAGE
+                                | wgpu::BufferUsages::COPY_SRC
+                                | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        });
+                        (buffer, words)
+                    })
+                    .collect();
                 let contents: &[u32] = if input.is_empty() { &[0; 4] } else { input };
                 let input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some("ninfer-wgpu op input"),
@@ -104,8 +117,8 @@ impl Prepared {
                             (PlaneBinding::Grid, Some(grid)) => grid.as_entire_binding(),
                             // A grid plane without a grid cannot be planned (`gguf_grid` decides
                             // both); bind the payload so a bug shows as wrong words, not a panic.
-                            (PlaneBinding::Grid, None) => tensor.buffer().as_entire_binding(),
-                            (PlaneBinding::Payload(w), _) => range(tensor.buffer(), w),
+                            (PlaneBinding::Grid, None) => tensor.buffer(0).as_entire_binding(),
+                            (PlaneBinding::Payload { segment, window }, _) => range(tensor.buffer(segment), window),
                         };
                         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some(&label),
@@ -116,16 +129,19 @@ impl Prepared {
                                 wgpu::BindGroupEntry { binding: 2, resource: plane(1) },
                                 wgpu::BindGroupEntry { binding: 3, resource: plane(2) },
                                 wgpu::BindGroupEntry { binding: 4, resource: input.as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 5, resource: range(&out, pass.out) },
+                                wgpu::BindGroupEntry {
+                                    binding: 5,
+                                    resource: range(&outputs[pass.out.0].0, pass.out.1),
+                                },
                             ],
                         });
                         (bind_group, pass.groups)
                     })
                     .collect();
-                (out, passes)
+                (outputs, passes)
             })
             .await?;
-        Ok(Prepared { pipeline, passes, out, out_words: plan.out_words, label })
+        Ok(Prepared { pipeline, passes, outputs, out_words: plan.out_words, label })
     }
 
     /// Number of passes the op was split into (1 unless windows were needed).
@@ -160,13 +176,46 @@ impl Prepared {
 
     /// Poisons the output, runs, and reads every output word back.
     pub async fn run_and_read(&self, gpu: &Gpu) -> Result<Vec<u32>> {
-        if self.out_words > 0 {
-            let poison = vec![POISON; self.out_words as usize];
-            gpu.queue().write_buffer(&self.out, 0, bytemuck::cast_slice(&poison));
+        let mut out = Vec::new();
+        out.try_reserve_exact(self.out_words as usize)
+            .map_err(|_| Error::Unsupported(format!("{} output words do not fit in host memory", self.out_words)))?;
+        self.run_into(gpu, &mut |words| {
+            out.extend_from_slice(words);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// Poisons the output, runs, and hands every output word to `sink` in output order, at
+    /// most [`READ_CHUNK`] bytes at a time.
+    pub async fn run_into(&self, gpu: &Gpu, sink: &mut dyn FnMut(&[u32]) -> Result<()>) -> Result<()> {
+        for (buffer, words) in &self.outputs {
+            // Poison in bounded pieces too: a multi-GiB output needs no host copy of its size.
+            let piece = vec![POISON; (READ_CHUNK / 4).min(*words) as usize];
+            let mut at = 0u64;
+            while at < *words {
+                let n = (words - at).min(piece.len() as u64);
+                gpu.queue().write_buffer(buffer, at * 4, bytemuck::cast_slice(&piece[..n as usize]));
+                at += n;
+                if at < *words {
+                    // Hand the staged piece to the device before staging the next.
+                    gpu.queue().submit([]);
+                    gpu.drive()?;
+                }
+            }
         }
         gpu.scoped(&self.label, || self.submit(gpu)).await??;
-        let bytes = gpu.read_back(&self.out, 0, self.out_words * 4).await?;
-        Ok(bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))
+        for (buffer, words) in &self.outputs {
+            let mut at = 0u64;
+            while at < words * 4 {
+                let n = (words * 4 - at).min(READ_CHUNK);
+                let bytes = gpu.read_back(buffer, at, n).await?;
+                sink(&bytemuck::pod_collect_to_vec::<u8, u32>(&bytes))?;
+                at += n;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -18,10 +18,10 @@ pub mod plan;
 pub mod platform;
 mod tensor;
 
-pub use dispatch::Prepared;
+pub use dispatch::{Prepared, READ_CHUNK};
 pub use kernels::{Op, Variant, MAX_COLUMNS};
 pub use platform::Platform;
-pub use tensor::GpuTensor;
+pub use tensor::{GpuTensor, UPLOAD_CHUNK};
 
 use crate::error::{Error, Result};
 use kernels::KernelKey;
@@ -382,7 +382,17 @@ impl Gpu {
 
     /// Uploads a validated payload unchanged (see [`GpuTensor`]).
     pub async fn upload(&self, tensor: &crate::Validated<'_, '_>) -> Result<GpuTensor> {
-        GpuTensor::upload(self, tensor).await
+        GpuTensor::upload(self, tensor, &mut |_, _| {}).await
+    }
+
+    /// [`Gpu::upload`] in chunks of [`UPLOAD_CHUNK`] bytes, calling `progress(done,
+    /// total)` after each (the CLI draws a progress bar from it).
+    pub async fn upload_with_progress(
+        &self,
+        tensor: &crate::Validated<'_, '_>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GpuTensor> {
+        GpuTensor::upload(self, tensor, progress).await
     }
 
     /// The limits pass planning respects on this device.
@@ -399,6 +409,13 @@ impl Gpu {
     /// Dequantizes on the GPU: the exact binary32 words (int32: the integer words), C order.
     pub async fn dequant(&self, tensor: &GpuTensor) -> Result<Vec<u32>> {
         self.prepare(tensor, Request::Dequant, Variant::Workgroup, &[]).await?.run_and_read(self).await
+    }
+
+    /// Dequantizes on the GPU and hands the words to `sink` in C order, a bounded piece at a
+    /// time (at most [`READ_CHUNK`] bytes), so an output larger than host memory can
+    /// stream to a file.
+    pub async fn dequant_to(&self, tensor: &GpuTensor, sink: &mut dyn FnMut(&[u32]) -> Result<()>) -> Result<()> {
+        self.prepare(tensor, Request::Dequant, Variant::Workgroup, &[]).await?.run_into(self, sink).await
     }
 
     /// `Y = W X` with the fastest supported variant: `xs` holds `columns` activation vectors of K
@@ -470,7 +487,7 @@ impl Gpu {
                 }
             }
         }
-        let plan = plan::plan(desc.format, tensor.geometry(), request, &self.plan_limits(), tensor.buffer().size())?;
+        let plan = plan::plan(desc.format, tensor.geometry(), request, &self.plan_limits(), tensor.placement())?;
         // The kernel reads each column zero-padded to whole chunks; gather reads its pairs.
         let input: Vec<u32> = match op {
             Op::Matmul => {

@@ -5,6 +5,12 @@
 //! A payload larger than one storage binding still runs: the rows are split into passes, and
 //! each pass binds a window of the unchanged buffer per plane (windows start on the adapter's
 //! storage offset alignment; the in-window offset travels in the parameters).
+//!
+//! A payload larger than one *buffer* is [placed](place) in several: the rows are cut into
+//! blocks, and each plane's bytes for a block become one device buffer (a byte range of the
+//! unchanged payload; row_split's base, high and scale planes cut on the same rows, nvfp4 on
+//! 128-row tiles). Passes never straddle a block, and outputs larger than one buffer are cut the
+//! same way, so every kernel reads and writes exactly as it does over one buffer.
 
 use super::kernels::{self, Op, CHUNK, MATMUL_ROWS, MAX_COLUMNS, WORDS_WG};
 use super::params::Params;
@@ -115,6 +121,100 @@ impl Request<'_> {
     }
 }
 
+/// Where a tensor's payload lives on the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// One device buffer each: byte ranges of the payload, uploaded unchanged.
+    pub segments: Vec<std::ops::Range<u64>>,
+    /// Consecutive row blocks covering every row.
+    pub blocks: Vec<Block>,
+}
+
+/// Rows whose planes each lie in one segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub rows: std::ops::Range<u64>,
+    /// Per plane with bytes of its own (row planes, the divisor table): its segment and the
+    /// byte offset there of the block's first row (of the table).
+    pub planes: [Option<(usize, u64)>; 3],
+}
+
+impl Placement {
+    /// Bytes of segment `i` on the device: its range, padded to the 4-byte copy granularity.
+    pub fn buffer_len(&self, i: usize) -> u64 {
+        let r = &self.segments[i];
+        ((r.end - r.start).div_ceil(4) * 4).max(4)
+    }
+}
+
+/// Places a `payload_len`-byte payload of `geometry`: one buffer when it fits `max_buffer`,
+/// else row blocks as large as fit, one buffer per block and plane. Refused, naming the sizes,
+/// when one row (nvfp4: one 128-row tile) of a plane is larger than a buffer.
+pub fn place(geometry: &PayloadGeometry, payload_len: u64, limits: &PlanLimits) -> Result<Placement> {
+    let v = View::of(geometry);
+    let own = |p: &PlaneRef| match *p {
+        PlaneRef::Rows { offset, .. } | PlaneRef::Fixed { offset } => Some(offset),
+        PlaneRef::Same { .. } | PlaneRef::Grid => None,
+    };
+    if payload_len.div_ceil(4) * 4 <= limits.max_buffer {
+        let planes = v.planes.map(|p| own(&p).map(|offset| (0, offset)));
+        // One segment: the whole payload (a one-element Vec of a Range, as clippy suspects).
+        #[allow(clippy::single_range_in_vec_init)]
+        let segments = vec![0..payload_len];
+        return Ok(Placement { segments, blocks: vec![Block { rows: 0..v.rows, planes }] });
+    }
+    let widest = v
+        .planes
+        .iter()
+        .filter_map(|p| match *p {
+            PlaneRef::Rows { stride, .. } => Some(stride),
+            PlaneRef::Same { .. } | PlaneRef::Fixed { .. } | PlaneRef::Grid => None,
+        })
+        .max()
+        .unwrap_or(1);
+    // Each segment is padded to 4 bytes on the device.
+    let per_block = (limits.max_buffer.saturating_sub(3) / widest.max(1)) / v.row_quantum * v.row_quantum;
+    if per_block == 0 {
+        return Err(Error::Unsupported(format!(
+            "{} cannot be split: {} row(s) of one plane take {} bytes, over this adapter's {}-byte max_buffer_size",
+            geometry.layout(),
+            v.row_quantum,
+            widest * v.row_quantum,
+            limits.max_buffer
+        )));
+    }
+    let mut segments = Vec::new();
+    let mut fixed = [None; 3];
+    for (i, p) in v.planes.iter().enumerate() {
+        if let PlaneRef::Fixed { offset } = *p {
+            if (payload_len - offset).div_ceil(4) * 4 > limits.max_buffer {
+                return Err(Error::Unsupported(format!(
+                    "the {}-byte divisor table is over this adapter's {}-byte max_buffer_size",
+                    payload_len - offset,
+                    limits.max_buffer
+                )));
+            }
+            fixed[i] = Some((segments.len(), 0));
+            segments.push(offset..payload_len);
+        }
+    }
+    let mut blocks = Vec::new();
+    let mut r0 = 0;
+    while r0 < v.rows {
+        let r1 = (r0 + per_block).min(v.rows);
+        let mut planes = fixed;
+        for (i, p) in v.planes.iter().enumerate() {
+            if let PlaneRef::Rows { offset, stride } = *p {
+                planes[i] = Some((segments.len(), 0));
+                segments.push(offset + r0 * stride..offset + r1 * stride);
+            }
+        }
+        blocks.push(Block { rows: r0..r1, planes });
+        r0 = r1;
+    }
+    Ok(Placement { segments, blocks })
+}
+
 /// A byte range of a buffer bound as one binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -125,7 +225,8 @@ pub struct Window {
 /// What a plane binding shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlaneBinding {
-    Payload(Window),
+    /// A window of payload segment `segment`.
+    Payload { segment: usize, window: Window },
     /// The i-quant grid buffer, whole.
     Grid,
 }
@@ -135,8 +236,9 @@ pub enum PlaneBinding {
 pub struct Pass {
     pub params: Params,
     pub planes: [PlaneBinding; 3],
-    /// The output binding (dequant: this pass's rows; matmul, gather: the whole output).
-    pub out: Window,
+    /// The output buffer and the window bound of it (dequant: this pass's rows; matmul, gather:
+    /// the whole buffer).
+    pub out: (usize, Window),
     /// Workgroups along x and y.
     pub groups: [u32; 2],
 }
@@ -147,6 +249,9 @@ pub struct Plan {
     pub passes: Vec<Pass>,
     /// Output words (dequant: N·K, matmul: J·N, gather: R·K).
     pub out_words: u64,
+    /// Words of each output buffer, in output order (more than one where the output is larger
+    /// than a buffer: dequant by rows, gather by requests).
+    pub outputs: Vec<u64>,
     /// Activation words the kernel reads: J columns of K padded to whole chunks (matmul).
     pub x_words: u64,
     /// Gather's (output row, pass-local source row) pairs, grouped by pass.
@@ -168,39 +273,46 @@ fn dispatch_size(groups: u64, max_dim: u64) -> [u32; 2] {
     [gx as u32, groups.div_ceil(gx).max(1) as u32]
 }
 
-/// (window start, window size, in-window offset, stride) of each plane for rows `r0..r1`.
-fn plane_windows(v: &View, r0: u64, r1: u64, align: u64, buffer_len: u64) -> [(u64, u64, u64, u64); 3] {
-    let mut windows = [(0u64, 0u64, 0u64, 0u64); 3];
+/// One plane's binding for a pass: (segment, window start, window size, in-window offset,
+/// stride).
+type PlaneWindow = (usize, u64, u64, u64, u64);
+
+/// The window of each plane for rows `r0..r1` of `block`, in its segment's coordinates.
+fn plane_windows(v: &View, block: &Block, r0: u64, r1: u64, align: u64, place: &Placement) -> [PlaneWindow; 3] {
+    let mut windows = [(0usize, 0u64, 0u64, 0u64, 0u64); 3];
+    let (a, b) = (r0 - block.rows.start, r1 - block.rows.start);
     for (i, p) in v.planes.iter().enumerate() {
+        let (segment, offset) = block.planes[i].unwrap_or((0, 0));
+        let len = place.buffer_len(segment);
         windows[i] = match *p {
-            PlaneRef::Rows { offset, stride } => {
-                let start = offset + r0 * stride;
+            PlaneRef::Rows { stride, .. } => {
+                let start = offset + a * stride;
                 let ws = align_down(start, align);
-                let we = (offset + r1 * stride).div_ceil(4).saturating_mul(4).min(buffer_len).max(ws + 4);
-                (ws, we - ws, start - ws, stride)
+                let we = (offset + b * stride).div_ceil(4).saturating_mul(4).min(len).max(ws + 4);
+                (segment, ws, we - ws, start - ws, stride)
             }
             PlaneRef::Same { index, extra } => {
-                let (ws, size, off, stride) = windows[index];
-                (ws, size, off + extra, stride)
+                let (segment, ws, size, off, stride) = windows[index];
+                (segment, ws, size, off + extra, stride)
             }
-            PlaneRef::Fixed { offset } => {
+            PlaneRef::Fixed { .. } => {
                 let ws = align_down(offset, align);
-                (ws, buffer_len - ws, offset - ws, 0)
+                (segment, ws, len - ws, offset - ws, 0)
             }
             // Bound from the grid buffer; nothing of the payload.
-            PlaneRef::Grid => (0, 0, 0, 0),
+            PlaneRef::Grid => (0, 0, 0, 0, 0),
         };
     }
     windows
 }
 
-/// Plans `request` over a `format` tensor of `geometry` whose payload buffer is `buffer_len` bytes.
+/// Plans `request` over a `format` tensor of `geometry` whose payload is placed as `place`.
 pub fn plan(
     format: Format,
     geometry: &PayloadGeometry,
     request: Request,
     limits: &PlanLimits,
-    buffer_len: u64,
+    place: &Placement,
 ) -> Result<Plan> {
     let v = View::of(geometry);
     let op = request.op();
@@ -242,23 +354,41 @@ pub fn plan(
         Op::Gather => requests.len() as u64 * v.k,
     };
     let out_bytes = out_words * 4;
-    if out_bytes > limits.max_buffer {
+    let row_out = v.k * 4;
+    // Output units (dequant: rows, gather: requests, matmul: everything) per output buffer.
+    let per_output = match op {
+        Op::Matmul if out_bytes > limit => {
+            return Err(Error::Unsupported(format!(
+                "{format} matmul: the output needs {out_bytes} bytes, over the {limit}-byte storage binding limit"
+            )))
+        }
+        Op::Matmul => v.rows.max(1),
+        Op::Dequant | Op::Gather if out_bytes <= limits.max_buffer.min(limit) => u64::MAX,
+        // Dequant binds a window per pass (passes keep the row quantum); gather binds its
+        // output buffer whole.
+        Op::Dequant => limits.max_buffer / row_out.max(1) / v.row_quantum * v.row_quantum,
+        Op::Gather => limits.max_buffer.min(limit) / row_out.max(1),
+    };
+    if per_output == 0 {
         return Err(Error::Unsupported(format!(
-            "{format} {}: the output needs {out_bytes} bytes but this adapter's max_buffer_size is {}",
+            "{format} {}: {} row(s) of output take {} bytes, over this adapter's {}-byte max_buffer_size",
             op.name(),
+            v.row_quantum,
+            row_out * v.row_quantum,
             limits.max_buffer
         )));
     }
-    let whole_out = match op {
-        Op::Dequant => false,
-        Op::Matmul | Op::Gather => true,
+    let units = match op {
+        Op::Dequant => v.rows,
+        Op::Gather => requests.len() as u64,
+        Op::Matmul => v.rows.max(1),
     };
-    if whole_out && out_bytes > limit {
-        return Err(Error::Unsupported(format!(
-            "{format} {}: the output needs {out_bytes} bytes, over the {limit}-byte storage binding limit",
-            op.name()
-        )));
-    }
+    let outputs: Vec<u64> = match op {
+        Op::Dequant | Op::Gather if per_output < units => {
+            (0..units.div_ceil(per_output)).map(|i| (units - i * per_output).min(per_output) * v.k).collect()
+        }
+        Op::Dequant | Op::Gather | Op::Matmul => vec![out_words],
+    };
     let x_words = match op {
         Op::Matmul => columns * chunks * CHUNK as u64,
         Op::Dequant | Op::Gather => 0,
@@ -273,7 +403,7 @@ pub fn plan(
 
     // Rows per pass: every window (alignment slack + rows + end rounding) fits one binding.
     let out_per_row = match op {
-        Op::Dequant => v.k * 4,
+        Op::Dequant => row_out,
         Op::Matmul | Op::Gather => 0,
     };
     let mut widest = out_per_row;
@@ -292,7 +422,7 @@ pub fn plan(
     };
     per_pass = per_pass / v.row_quantum * v.row_quantum;
     if v.rows == 0 || chunks == 0 {
-        return Ok(Plan { passes: Vec::new(), out_words, x_words, index: Vec::new() });
+        return Ok(Plan { passes: Vec::new(), out_words, outputs, x_words, index: Vec::new() });
     }
     if per_pass == 0 {
         return Err(Error::Unsupported(format!(
@@ -301,9 +431,9 @@ pub fn plan(
             widest * v.row_quantum + align + 3
         )));
     }
-    for p in v.planes {
-        if let PlaneRef::Fixed { offset } = p {
-            if buffer_len - align_down(offset, align) > limit {
+    for (i, p) in v.planes.iter().enumerate() {
+        if let (PlaneRef::Fixed { .. }, Some((segment, offset))) = (p, place.blocks[0].planes[i]) {
+            if place.buffer_len(segment) - align_down(offset, align) > limit {
                 return Err(Error::Unsupported(format!(
                     "{format}: the divisor table does not fit one binding of {limit} bytes"
                 )));
@@ -311,82 +441,105 @@ pub fn plan(
         }
     }
 
+    // Pass row ranges: per block, runs of at most `per_pass` rows, cut where a dequant output
+    // buffer ends.
+    let mut ranges: Vec<(usize, u64, u64)> = Vec::new();
+    for (b, block) in place.blocks.iter().enumerate() {
+        let mut r0 = block.rows.start;
+        while r0 < block.rows.end {
+            let mut r1 = (r0 + per_pass).min(block.rows.end);
+            if op == Op::Dequant && per_output != u64::MAX {
+                r1 = r1.min((r0 / per_output + 1) * per_output);
+            }
+            ranges.push((b, r0, r1));
+            r0 = r1;
+        }
+    }
+
     let base = Params { k: k32, chunks: chunks32, aux0: v.aux[0], aux1: v.aux[1], ..Params::default() };
     let mut passes = Vec::new();
     let mut index = Vec::new();
-    let windows_of = |r0: u64, r1: u64| -> Result<([PlaneBinding; 3], Params)> {
-        let w = plane_windows(&v, r0, r1, align, buffer_len);
+    let windows_of = |b: usize, r0: u64, r1: u64| -> Result<([PlaneBinding; 3], Params)> {
+        let w = plane_windows(&v, &place.blocks[b], r0, r1, align, place);
         let mut p = base;
         p.row0 = to_u32(r0, "row index")?;
-        (p.off0, p.stride0) = (to_u32(w[0].2, "plane offset")?, to_u32(w[0].3, "row stride")?);
-        (p.off1, p.stride1) = (to_u32(w[1].2, "plane offset")?, to_u32(w[1].3, "row stride")?);
-        (p.off2, p.stride2) = (to_u32(w[2].2, "plane offset")?, to_u32(w[2].3, "row stride")?);
+        (p.off0, p.stride0) = (to_u32(w[0].3, "plane offset")?, to_u32(w[0].4, "row stride")?);
+        (p.off1, p.stride1) = (to_u32(w[1].3, "plane offset")?, to_u32(w[1].4, "row stride")?);
+        (p.off2, p.stride2) = (to_u32(w[2].3, "plane offset")?, to_u32(w[2].4, "row stride")?);
         let binding = |i: usize| match v.planes[i] {
             PlaneRef::Grid => PlaneBinding::Grid,
             PlaneRef::Rows { .. } | PlaneRef::Same { .. } | PlaneRef::Fixed { .. } => {
-                PlaneBinding::Payload(Window { start: w[i].0, size: w[i].1 })
+                PlaneBinding::Payload { segment: w[i].0, window: Window { start: w[i].1, size: w[i].2 } }
             }
         };
         Ok(([binding(0), binding(1), binding(2)], p))
     };
-    let whole = Window { start: 0, size: out_bytes.max(4) };
+    let whole = |o: usize| (o, Window { start: 0, size: (outputs[o] * 4).max(4) });
     match op {
         Op::Dequant | Op::Matmul => {
-            let mut r0 = 0u64;
-            while r0 < v.rows {
-                let r1 = (r0 + per_pass).min(v.rows);
+            for &(b, r0, r1) in &ranges {
                 let rows = r1 - r0;
-                let (planes, mut p) = windows_of(r0, r1)?;
+                let (planes, mut p) = windows_of(b, r0, r1)?;
                 p.rows = to_u32(rows, "rows per pass")?;
                 let (out, groups) = match op {
                     Op::Dequant => {
-                        let out_start = r0 * out_per_row;
+                        let (o, first) = match per_output {
+                            u64::MAX => (0, 0),
+                            per => (r0 / per, r0 / per * per),
+                        };
+                        let out_start = (r0 - first) * out_per_row;
                         let ws = align_down(out_start, align);
-                        let we = (r1 * out_per_row).div_ceil(4) * 4;
+                        let we = ((r1 - first) * out_per_row).div_ceil(4) * 4;
                         p.out_off = to_u32((out_start - ws) / 4, "output offset")?;
-                        (Window { start: ws, size: (we - ws).max(4) }, (rows * chunks).div_ceil(WORDS_WG as u64))
+                        (
+                            (o as usize, Window { start: ws, size: (we - ws).max(4) }),
+                            (rows * chunks).div_ceil(WORDS_WG as u64),
+                        )
                     }
                     Op::Matmul | Op::Gather => {
                         p.out_off = p.row0;
                         p.out_stride = to_u32(v.rows, "N")?;
                         p.x_stride = to_u32(chunks * (CHUNK as u64 / 4), "activation stride")?;
                         p.columns = columns as u32;
-                        (whole, rows.div_ceil(MATMUL_ROWS as u64))
+                        (whole(0), rows.div_ceil(MATMUL_ROWS as u64))
                     }
                 };
                 p.groups_x = dispatch_size(groups, max_dim)[0];
                 passes.push(Pass { params: p, planes, out, groups: dispatch_size(groups, max_dim) });
-                r0 = r1;
             }
         }
         Op::Gather => {
-            // Bucket requests by the window holding their source row (linear time), keeping
-            // request order inside a bucket.
-            let windows = v.rows.div_ceil(per_pass) as usize;
-            let mut buckets: Vec<Vec<(u32, u32)>> = vec![Vec::new(); windows];
+            // Bucket requests by the pass range holding their source row (ranges are sorted),
+            // keeping request order inside a bucket.
+            let mut buckets: Vec<Vec<(u64, u32)>> = vec![Vec::new(); ranges.len()];
             for (out_row, &src) in requests.iter().enumerate() {
-                let w = (src as u64 / per_pass) as usize;
-                buckets[w].push((to_u32(out_row as u64, "request index")?, (src as u64 - w as u64 * per_pass) as u32));
+                let w = ranges.partition_point(|&(_, r0, _)| r0 <= src as u64) - 1;
+                buckets[w].push((out_row as u64, (src as u64 - ranges[w].1) as u32));
             }
             // Requests per dispatch: every invocation index (request * chunks + chunk) fits u32
             // and the dispatch fits max_dim^2 workgroups.
             let per_dispatch = (max_groups * WORDS_WG as u64 / chunks).min(u32::MAX as u64 / chunks).max(1) as usize;
             for (w, bucket) in buckets.iter().enumerate() {
-                let r0 = w as u64 * per_pass;
-                let r1 = (r0 + per_pass).min(v.rows);
-                for part in bucket.chunks(per_dispatch) {
-                    let (planes, mut p) = windows_of(r0, r1)?;
-                    p.rows = part.len() as u32;
-                    p.index_off = to_u32(index.len() as u64 / 2, "request index")?;
-                    index.extend(part.iter().flat_map(|&(o, s)| [o, s]));
-                    let groups = (part.len() as u64 * chunks).div_ceil(WORDS_WG as u64);
-                    p.groups_x = dispatch_size(groups, max_dim)[0];
-                    passes.push(Pass { params: p, planes, out: whole, groups: dispatch_size(groups, max_dim) });
+                let (b, r0, r1) = ranges[w];
+                // Requests in request order: runs that land in one output buffer.
+                for run in bucket.chunk_by(|x, y| x.0 / per_output == y.0 / per_output) {
+                    let o = (run[0].0 / per_output) as usize;
+                    for part in run.chunks(per_dispatch) {
+                        let (planes, mut p) = windows_of(b, r0, r1)?;
+                        p.rows = part.len() as u32;
+                        p.index_off = to_u32(index.len() as u64 / 2, "request index")?;
+                        for &(out_row, src) in part {
+                            index.extend([to_u32(out_row - o as u64 * per_output, "request index")?, src]);
+                        }
+                        let groups = (part.len() as u64 * chunks).div_ceil(WORDS_WG as u64);
+                        p.groups_x = dispatch_size(groups, max_dim)[0];
+                        passes.push(Pass { params: p, planes, out: whole(o), groups: dispatch_size(groups, max_dim) });
+                    }
                 }
             }
         }
     }
-    Ok(Plan { passes, out_words, x_words, index })
+    Ok(Plan { passes, out_words, outputs, x_words, index })
 }
 
 #[cfg(test)]

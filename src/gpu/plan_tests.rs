@@ -12,22 +12,29 @@ fn geometry(format: Format, shape: &[usize], divisors: usize) -> PayloadGeometry
     PayloadGeometry::new(format, format.spec().layouts[0], shape, divisors).unwrap()
 }
 
-fn plan_of(format: Format, shape: &[usize], request: Request, l: &PlanLimits) -> Result<Plan> {
-    let g = geometry(format, shape, 1);
-    let len = (g.bytes() as u64).div_ceil(4) * 4;
-    plan(format, &g, request, l, len)
+fn placed(g: &PayloadGeometry, l: &PlanLimits) -> Placement {
+    place(g, g.bytes() as u64, l).unwrap()
 }
 
-/// Every payload window starts aligned, fits the binding limit and stays inside the buffer.
-fn check_windows(p: &Plan, l: &PlanLimits, buffer_len: u64) {
+fn plan_of(format: Format, shape: &[usize], request: Request, l: &PlanLimits) -> Result<Plan> {
+    let g = geometry(format, shape, 1);
+    plan(format, &g, request, l, &place(&g, g.bytes() as u64, l)?)
+}
+
+/// Every payload window starts aligned, fits the binding limit and stays inside its segment;
+/// every output window inside its output buffer.
+fn check_windows(p: &Plan, l: &PlanLimits, place: &Placement) {
     for pass in &p.passes {
         for plane in pass.planes {
-            if let PlaneBinding::Payload(w) = plane {
+            if let PlaneBinding::Payload { segment, window: w } = plane {
                 assert_eq!(w.start % l.align, 0, "window start {} is aligned", w.start);
                 assert!(w.size <= l.max_binding, "window of {} bytes fits {}", w.size, l.max_binding);
-                assert!(w.start + w.size <= buffer_len, "window ends inside the buffer");
+                assert!(w.start + w.size <= place.buffer_len(segment), "window ends inside its segment");
             }
         }
+        let (o, w) = pass.out;
+        assert!(w.start + w.size <= (p.outputs[o] * 4).max(4), "output window inside output buffer {o}");
+        assert!(w.size <= l.max_binding && p.outputs[o] * 4 <= l.max_buffer.max(4));
         assert!(pass.groups[0] <= l.max_workgroups_per_dimension && pass.groups[1] <= l.max_workgroups_per_dimension);
         assert_eq!(pass.params.groups_x, pass.groups[0]);
     }
@@ -43,14 +50,14 @@ fn windowed_dequant_covers_every_row_once_within_the_binding_limit() {
         (Format::Fp8E4m3fnRowFp16, vec![70, 1001]),
     ] {
         let g = geometry(format, &shape, 1);
-        let len = (g.bytes() as u64).div_ceil(4) * 4;
-        let p = plan(format, &g, Request::Dequant, &l, len).unwrap();
+        let place = placed(&g, &l);
+        let p = plan(format, &g, Request::Dequant, &l, &place).unwrap();
         assert!(p.passes.len() > 1, "{format}: {} passes under a 64 KiB binding", p.passes.len());
-        check_windows(&p, &l, len);
+        check_windows(&p, &l, &place);
         let mut next = 0;
         for pass in &p.passes {
             assert_eq!(pass.params.row0, next, "{format}: passes are consecutive");
-            assert!(pass.out.size <= l.max_binding, "{format}: output window fits");
+            assert!(pass.out.1.size <= l.max_binding, "{format}: output window fits");
             let groups = pass.groups[0] as u64 * pass.groups[1] as u64 * WORDS_WG as u64;
             assert!(
                 groups >= pass.params.rows as u64 * pass.params.chunks as u64,
@@ -68,9 +75,8 @@ fn nvfp4_passes_start_on_128_row_tiles() {
     // A 128-row tile of dequant output is 256 KiB; matmul windows hold about 1150 rows.
     let l = limits(300_000, 65535);
     let g = geometry(Format::Nvfp4, &[2048, 512], 2);
-    let len = g.bytes() as u64;
     for request in [Request::Dequant, Request::Matmul { columns: 3 }] {
-        let p = plan(Format::Nvfp4, &g, request, &l, len).unwrap();
+        let p = plan(Format::Nvfp4, &g, request, &l, &placed(&g, &l)).unwrap();
         assert!(p.passes.len() > 1);
         for pass in &p.passes {
             assert_eq!(pass.params.row0 % 128, 0, "pass at row {}", pass.params.row0);
@@ -88,7 +94,7 @@ fn matmul_lays_out_columns_back_to_back() {
     assert_eq!(p.x_words, 3 * 128);
     let pass = &p.passes[0];
     assert_eq!((pass.params.out_stride, pass.params.x_stride, pass.params.out_off), (10, 32, 0));
-    assert_eq!(pass.out, Window { start: 0, size: 120 });
+    assert_eq!(pass.out, (0, Window { start: 0, size: 120 }));
     for columns in [0, MAX_COLUMNS + 1] {
         match plan_of(Format::Q8G32Fp16, &[10, 100], Request::Matmul { columns }, &l) {
             Err(Error::Unsupported(m)) => assert!(m.contains("1..=8") && m.contains(&columns.to_string()), "{m}"),
@@ -102,10 +108,10 @@ fn gather_groups_requests_by_window_and_keeps_their_output_rows() {
     let l = limits(1 << 14, 65535);
     let rows: Vec<u32> = vec![599, 0, 599, 3, 300, 0, 17, 599];
     let g = geometry(Format::Q4G64Fp16, &[600, 256], 1);
-    let len = g.bytes() as u64;
-    let p = plan(Format::Q4G64Fp16, &g, Request::Gather { rows: &rows }, &l, len).unwrap();
+    let place = placed(&g, &l);
+    let p = plan(Format::Q4G64Fp16, &g, Request::Gather { rows: &rows }, &l, &place).unwrap();
     assert!(p.passes.len() > 1, "rows spread over several windows");
-    check_windows(&p, &l, len);
+    check_windows(&p, &l, &place);
     let mut seen = vec![None; rows.len()];
     for pass in &p.passes {
         for i in 0..pass.params.rows as usize {
@@ -140,11 +146,102 @@ fn a_row_wider_than_the_binding_is_refused_with_both_sizes() {
 }
 
 #[test]
-fn outputs_over_the_buffer_limit_are_refused_before_anything_runs() {
+fn a_row_whose_output_is_over_one_buffer_is_refused_before_anything_runs() {
     let l = PlanLimits { max_buffer: 1 << 12, ..limits(1 << 30, 65535) };
-    match plan_of(Format::Bf16, &[64, 64], Request::Dequant, &l) {
-        Err(Error::Unsupported(m)) => assert!(m.contains("16384") && m.contains("4096"), "{m}"),
+    // bf16 [2, 1100]: a 2200-byte payload row, a 4400-byte output row.
+    match plan_of(Format::Bf16, &[2, 1100], Request::Dequant, &l) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("4400") && m.contains("4096"), "{m}"),
         other => panic!("{other:?}"),
+    }
+    // A payload row over one buffer cannot be placed at all.
+    let g = geometry(Format::Fp32, &[2, 1100], 1);
+    match place(&g, g.bytes() as u64, &l) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("4400") && m.contains("4096"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The placement covers every plane byte of every row exactly once, in segments of at most
+/// one buffer, on the layout's row boundaries.
+fn check_placement(g: &PayloadGeometry, l: &PlanLimits, place: &Placement) {
+    let v = View::of(g);
+    let mut next = 0;
+    for block in &place.blocks {
+        assert_eq!(block.rows.start, next, "blocks are consecutive");
+        assert_eq!(block.rows.start % v.row_quantum, 0, "blocks start on the row quantum");
+        next = block.rows.end;
+        for (i, p) in v.planes.iter().enumerate() {
+            if let PlaneRef::Rows { offset, stride } = *p {
+                let (segment, at) = block.planes[i].unwrap();
+                assert_eq!(at, 0);
+                assert_eq!(
+                    place.segments[segment],
+                    offset + block.rows.start * stride..offset + block.rows.end * stride,
+                    "plane {i} of rows {:?}",
+                    block.rows
+                );
+            }
+        }
+    }
+    assert_eq!(next, v.rows, "every row placed");
+    for i in 0..place.segments.len() {
+        assert!(place.buffer_len(i) <= l.max_buffer, "segment {i} fits one buffer");
+    }
+}
+
+#[test]
+fn payloads_over_one_buffer_are_placed_in_row_blocks_per_plane_and_planned_within_them() {
+    let l = PlanLimits { max_buffer: 1 << 16, ..limits(1 << 16, 65535) };
+    for (format, shape, divisors) in [
+        (Format::Q5G64Fp16, vec![600, 1000], 1),
+        (Format::Nvfp4, vec![2048, 64], 2),
+        (Format::Fp8E4m3fnRowBf16, vec![300, 701], 1),
+        (Format::Fp8E4m3fnRowFp16, vec![300, 701], 1),
+        (Format::GgufQ4K, vec![300, 512], 1),
+        (Format::Bf16, vec![200, 333], 1),
+    ] {
+        let g = geometry(format, &shape, divisors);
+        let place = placed(&g, &l);
+        assert!(place.segments.len() > 1, "{format}: {} segments", place.segments.len());
+        check_placement(&g, &l, &place);
+        let rows: Vec<u32> = (0..shape[0] as u32).rev().step_by(7).chain([0, 0]).collect();
+        for request in [Request::Dequant, Request::Matmul { columns: 2 }, Request::Gather { rows: &rows }] {
+            let p = plan(format, &g, request, &l, &place).unwrap();
+            check_windows(&p, &l, &place);
+            for pass in &p.passes {
+                let block = place.blocks.iter().find(|b| b.rows.contains(&(pass.params.row0 as u64))).unwrap();
+                if request.op() != Op::Gather {
+                    assert!(pass.params.row0 as u64 + pass.params.rows as u64 <= block.rows.end, "no pass straddles");
+                }
+            }
+            assert_eq!(p.outputs.iter().sum::<u64>(), p.out_words, "{format}: outputs add up");
+        }
+    }
+}
+
+#[test]
+fn gather_and_dequant_outputs_over_one_buffer_are_cut_by_requests_and_rows() {
+    let l = PlanLimits { max_buffer: 1 << 14, ..limits(1 << 13, 65535) };
+    // bf16 [300, 64]: 256 output bytes a row, 64 rows (16 KiB) per output buffer; gather's
+    // buffers are bound whole, so 32 requests (8 KiB) each.
+    let rows: Vec<u32> = (0..100).map(|i| (i * 37 % 300) as u32).collect();
+    let p = plan_of(Format::Bf16, &[300, 64], Request::Gather { rows: &rows }, &l).unwrap();
+    assert_eq!(p.outputs, [32 * 64, 32 * 64, 32 * 64, 4 * 64]);
+    let mut seen = vec![None; rows.len()];
+    for pass in &p.passes {
+        for i in 0..pass.params.rows as usize {
+            let at = 2 * (pass.params.index_off as usize + i);
+            let out = pass.out.0 * 32 + p.index[at] as usize;
+            assert!(seen[out].is_none());
+            seen[out] = Some(pass.params.row0 + p.index[at + 1]);
+        }
+    }
+    assert_eq!(seen, rows.iter().map(|&r| Some(r)).collect::<Vec<_>>());
+    let p = plan_of(Format::Bf16, &[300, 64], Request::Dequant, &l).unwrap();
+    assert_eq!(p.outputs, [64 * 64, 64 * 64, 64 * 64, 64 * 64, 44 * 64]);
+    for pass in &p.passes {
+        let o = pass.out.0 as u32;
+        assert!(pass.params.row0 >= 64 * o && pass.params.row0 + pass.params.rows <= 64 * (o + 1));
     }
 }
 
