@@ -206,7 +206,9 @@ fn split_cases() -> Vec<(Format, Vec<usize>, usize)> {
 fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
     let Some(full) = first_gpu(GpuOptions::default()) else { return };
     let limits = GpuOptions { max_buffer_size: Some(1 << 20), max_binding: Some(256 << 10), ..Default::default() };
-    let Some(split) = first_gpu(limits) else { return };
+    let Some(split) = first_gpu(limits.clone()) else { return };
+    // Every case needs more than 1 MiB of buffers.
+    let Some(poor) = first_gpu(GpuOptions { max_memory: Some(1 << 20), ..limits }) else { return };
     let seed = Rng::seed_from_time();
     println!("split seed {seed}");
     let mut rng = Rng::new(seed);
@@ -224,6 +226,11 @@ fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
         assert_eq!(a.placement().segments.len(), 1);
         assert!(b.placement().segments.len() > 1, "{format}: {} buffers", b.placement().segments.len());
         assert_eq!(reported, b.placement().segments.iter().map(|r| r.end - r.start).sum::<u64>());
+        // A budget below what the buffers need is refused before any allocation, naming both.
+        match block_on(poor.upload(&v)) {
+            Err(Error::Unsupported(m)) => assert!(m.contains("1048576") && m.contains("needs"), "{m}"),
+            other => panic!("{format}: over the budget: {:?}", other.err()),
+        }
         let whole = block_on(full.dequant(&a)).unwrap();
         assert_eq!(whole, block_on(split.dequant(&b)).unwrap(), "{format}: split dequant");
         let mut streamed = Vec::new();
@@ -470,4 +477,74 @@ fn cli_file_commands_run_kernels_that_match_the_oracle() {
     for (a, b) in f(&yc).iter().zip(f(&yg)) {
         assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "matvec {a} vs {b}");
     }
+}
+
+#[test]
+fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
+    use ninfer_wgpu::container::{ArtifactWriter, Binding};
+    let Some(selector) = selectors().into_iter().next() else {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-cli-limits");
+    std::fs::create_dir_all(&dir).unwrap();
+    // An embedding-sized table: 8192 rows of 1536 q8 codes, 13 MB of payload, 50 MB dequantized.
+    let mut rng = Rng::new(23);
+    let (n, k) = (8192, 1536);
+    let words = random_words(Format::Q8G32Fp16, &[n, k], 1, &mut rng, Words::Finite).unwrap();
+    let mut writer = ArtifactWriter::new();
+    writer.add_tensor("emb", EncodedTensor::encode(&words, Layout::RowSplitK128V1).unwrap());
+    writer.bind("emb", Binding::Object("emb".into()));
+    let artifact = dir.join("emb.ninfer");
+    writer.write(&artifact).unwrap();
+    let x: Vec<f32> = (0..8 * k).map(|_| rng.unit()).collect();
+    let x_path = dir.join("x.f32");
+    std::fs::write(&x_path, x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let rows: Vec<String> = (0..300).map(|_| rng.below(n as u64).to_string()).collect();
+    let rows = rows.join(",");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let p = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let a = p("emb.ninfer");
+    for (tag, limits) in [("full", vec![]), ("tight", vec!["--max-buffer-size", "4194304", "--max-binding", "1048576"])]
+    {
+        let with = |mut args: Vec<String>| {
+            args.extend(["--device", "gpu", "--adapter", &selector].map(String::from));
+            args.extend(limits.iter().map(|s| s.to_string()));
+            run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        };
+        with(["dequant", &a, "emb", "-o", &p(&format!("d-{tag}"))].map(String::from).to_vec());
+        with(
+            ["matvec", &a, "emb", "--x", &p("x.f32"), "--columns", "8", "-o", &p(&format!("y-{tag}"))]
+                .map(String::from)
+                .to_vec(),
+        );
+        with(["gather", &a, "emb", "--rows", &rows, "-o", &p(&format!("g-{tag}"))].map(String::from).to_vec());
+    }
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    for what in ["d", "y", "g"] {
+        assert!(read(&format!("{what}-full")) == read(&format!("{what}-tight")), "{what}: the split run differs");
+    }
+    assert_eq!(read("d-full").len(), n * k * 4);
+    // A limit above the adapter's own is refused, naming it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu"))
+        .args([
+            "dequant",
+            &a,
+            "emb",
+            "--device",
+            "gpu",
+            "--adapter",
+            &selector,
+            "--max-buffer-size",
+            "18446744073709551615",
+            "-o",
+            &p("never"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("18446744073709551615") && err.contains("own"), "{err}");
 }

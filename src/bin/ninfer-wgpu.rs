@@ -38,16 +38,15 @@ enum Command {
     },
     /// Print the capability table for an adapter.
     Capabilities {
-        /// Backend (vulkan, gl, metal, dx12) or a substring of the adapter name (llvmpipe, …).
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
         #[arg(long)]
         json: bool,
     },
     /// Run every format × op against the oracle on fresh random words; non-zero exit on failure.
     Conformance {
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
         /// Comma-separated canonical format names (default: every format with a kernel).
         #[arg(long, value_delimiter = ',')]
         formats: Vec<String>,
@@ -63,8 +62,8 @@ enum Command {
     /// Time matvec and dequant per format; report GB/s of encoded bytes and the ratio to the
     /// adapter's buffer-copy bandwidth.
     Bench {
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
         #[arg(long, value_delimiter = ',')]
         formats: Vec<String>,
         /// NxK (default: 4096x4096 and 14336x4096).
@@ -91,8 +90,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Adapter whose capability status is shown (default: as for the other commands).
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
     },
     /// Write a tensor's values as raw little-endian f32 (int32 tensors: i32), C order.
     Dequant {
@@ -102,8 +101,8 @@ enum Command {
         /// cpu: the exact oracle; gpu: the kernel on the chosen adapter.
         #[arg(long, value_enum, default_value = "cpu")]
         device: files::Device,
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
@@ -121,8 +120,8 @@ enum Command {
         columns: usize,
         #[arg(long, value_enum, default_value = "cpu")]
         device: files::Device,
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
         /// Output file (default: standard output).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -138,8 +137,8 @@ enum Command {
         rows: String,
         #[arg(long, value_enum, default_value = "cpu")]
         device: files::Device,
-        #[arg(long)]
-        adapter: Option<String>,
+        #[command(flatten)]
+        gpu: GpuArgs,
         /// Output file (default: standard output).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -160,8 +159,41 @@ enum Command {
     },
 }
 
-fn open(adapter: Option<String>) -> Result<Gpu, Error> {
-    block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))
+/// How every GPU command picks and limits its device.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct GpuArgs {
+    /// Backend (vulkan, gl, metal, dx12), a substring of the adapter's name (llvmpipe, …), or
+    /// `backend/name` (default: NINFER_WGPU_ADAPTER, else the most capable adapter).
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Lower the device's max_buffer_size to BYTES (a browser's 256 MiB, say); tensors and
+    /// outputs larger than one buffer are split. Refused above the adapter's own limit.
+    #[arg(long, value_name = "BYTES")]
+    max_buffer_size: Option<u64>,
+    /// Lower the device's max_storage_buffer_binding_size to BYTES (kernels then run in
+    /// windowed passes). Refused above the adapter's own limit.
+    #[arg(long, value_name = "BYTES")]
+    max_binding: Option<u64>,
+    /// The most device memory one tensor's buffers may take; larger tensors are refused before
+    /// anything is allocated (wgpu reports no memory budget of its own).
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<u64>,
+}
+
+impl GpuArgs {
+    pub fn options(&self) -> GpuOptions {
+        GpuOptions {
+            adapter: self.adapter.clone(),
+            max_buffer_size: self.max_buffer_size,
+            max_binding: self.max_binding,
+            max_memory: self.max_memory,
+            ..Default::default()
+        }
+    }
+}
+
+fn open(gpu: &GpuArgs) -> Result<Gpu, Error> {
+    block_on(Gpu::open(&gpu.options()))
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<(), Error> {
@@ -195,8 +227,8 @@ fn devices(as_json: bool) -> Result<bool, Error> {
     Ok(true)
 }
 
-fn capabilities(adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
-    let gpu = open(adapter)?;
+fn capabilities(args: &GpuArgs, as_json: bool) -> Result<bool, Error> {
+    let gpu = open(args)?;
     let rows = capability::table(Some(gpu.platform()));
     if as_json {
         json(&serde_json::json!({ "platform": gpu.platform(), "rows": rows }))?;
@@ -220,14 +252,14 @@ fn capabilities(adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
 }
 
 fn run_conformance(
-    adapter: Option<String>,
+    args: &GpuArgs,
     formats: &[String],
     seed: Option<u64>,
     slow: bool,
     as_json: bool,
 ) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
-    let gpu = open(adapter)?;
+    let gpu = open(args)?;
     let seed = seed.unwrap_or_else(Rng::seed_from_time);
     let tier = if slow { Tier::Slow } else { Tier::Fast };
     if !as_json {
@@ -284,7 +316,7 @@ fn run_conformance(
 }
 
 fn run_bench(
-    adapter: Option<String>,
+    args: &GpuArgs,
     formats: &[String],
     shape: Option<String>,
     columns: &[usize],
@@ -304,7 +336,7 @@ fn run_bench(
     for &(n, k) in &shapes {
         bench::check_shape(n, k)?;
     }
-    let gpu = open(adapter)?;
+    let gpu = open(args)?;
     let timing = Timing::default();
     eprint!("measuring buffer-copy bandwidth…");
     let copy = bench::copy_bandwidth(&gpu, 256 << 20, timing)? / 1e9;
@@ -394,23 +426,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Devices { json } => devices(json),
-        Command::Capabilities { adapter, json } => capabilities(adapter, json),
-        Command::Conformance { adapter, formats, seed, slow, json } => {
-            run_conformance(adapter, &formats, seed, slow, json)
-        }
-        Command::Bench { adapter, formats, shape, columns, ops, json } => {
-            run_bench(adapter, &formats, shape, &columns, &ops, json)
+        Command::Capabilities { gpu, json } => capabilities(&gpu, json),
+        Command::Conformance { gpu, formats, seed, slow, json } => run_conformance(&gpu, &formats, seed, slow, json),
+        Command::Bench { gpu, formats, shape, columns, ops, json } => {
+            run_bench(&gpu, &formats, shape, &columns, &ops, json)
         }
         Command::Formats { json } => formats(json),
-        Command::Inspect { file, json, adapter } => files::inspect(&file, adapter, json),
-        Command::Dequant { file, tensor, device, adapter, output } => {
-            files::dequant(&file, &tensor, device, adapter, &output)
+        Command::Inspect { file, json, gpu } => files::inspect(&file, gpu.options(), json),
+        Command::Dequant { file, tensor, device, gpu, output } => {
+            files::dequant(&file, &tensor, device, gpu.options(), &output)
         }
-        Command::Matvec { file, tensor, x, columns, device, adapter, output } => {
-            files::matvec(&file, &tensor, &x, columns, device, adapter, output.as_deref())
+        Command::Matvec { file, tensor, x, columns, device, gpu, output } => {
+            files::matvec(&file, &tensor, &x, columns, device, gpu.options(), output.as_deref())
         }
-        Command::Gather { file, tensor, rows, device, adapter, output } => {
-            files::gather(&file, &tensor, &rows, device, adapter, output.as_deref())
+        Command::Gather { file, tensor, rows, device, gpu, output } => {
+            files::gather(&file, &tensor, &rows, device, gpu.options(), output.as_deref())
         }
         Command::Quantize { input, output, format, method } => files::quantize(&input, &output, &format, method),
     };

@@ -43,12 +43,18 @@ pub struct GpuOptions {
     /// Backend name (`vulkan`, `gl`, `metal`, `dx12`) or a case-insensitive substring of the
     /// adapter's name or driver (`llvmpipe`, `swiftshader`). `None`: hardware first.
     pub adapter: Option<String>,
-    /// Lowers `max_storage_buffer_binding_size` (tests use it to force windowed bindings).
+    /// Lowers `max_storage_buffer_binding_size` (windowed passes); above the adapter's own it
+    /// is refused.
     pub max_binding: Option<u64>,
     /// Lowers `max_compute_workgroups_per_dimension` (tests use it to force 2-D dispatches).
     pub max_workgroups_per_dimension: Option<u32>,
-    /// Lowers `max_buffer_size` (tests use it to reach the refusal of oversized payloads).
+    /// Lowers `max_buffer_size` (tensors and outputs split over buffers, as a browser's
+    /// 256 MiB would); above the adapter's own it is refused.
     pub max_buffer_size: Option<u64>,
+    /// The most device memory one tensor's buffers may take (wgpu reports no budget, so a
+    /// caller that knows it — a page, a test — says it); larger tensors are refused before
+    /// anything is allocated.
+    pub max_memory: Option<u64>,
 }
 
 /// One adapter as found by enumeration, before a device is opened.
@@ -121,6 +127,7 @@ pub struct Gpu {
     pipelines: Mutex<HashMap<KernelKey, wgpu::ComputePipeline>>,
     grids: Mutex<HashMap<crate::Format, wgpu::Buffer>>,
     lost: Arc<AtomicBool>,
+    max_memory: Option<u64>,
 }
 
 /// Storage buffers one kernel binds: three payload planes, the op's input and the output.
@@ -170,11 +177,24 @@ impl Gpu {
                 kernels::MATMUL_WG
             )));
         }
+        // Caps lower a limit (to test a browser's limits natively); raising one is refused, as
+        // the device would not honour it.
+        let above = |what: &str, cap: u64, own: u64| {
+            Error::Unsupported(format!("{what} {cap} is above {}'s own {own}", entry.platform.summary()))
+        };
         if let Some(cap) = options.max_binding {
-            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
+            if cap > limits.max_storage_buffer_binding_size {
+                return Err(above("max_binding", cap, limits.max_storage_buffer_binding_size));
+            }
+            limits.max_storage_buffer_binding_size = cap.max(4);
         }
         if let Some(cap) = options.max_buffer_size {
-            limits.max_buffer_size = limits.max_buffer_size.min(cap);
+            if cap > limits.max_buffer_size {
+                return Err(above("max_buffer_size", cap, limits.max_buffer_size));
+            }
+            limits.max_buffer_size = cap.max(4);
+            // A binding never exceeds its buffer.
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         }
         if let Some(cap) = options.max_workgroups_per_dimension {
             limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));
@@ -211,6 +231,7 @@ impl Gpu {
             pipelines: Mutex::new(HashMap::new()),
             grids: Mutex::new(HashMap::new()),
             lost,
+            max_memory: options.max_memory,
         };
         gpu.platform.probes = dispatch::run_probes(&gpu).await?;
         Ok(gpu)
@@ -226,6 +247,11 @@ impl Gpu {
 
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
+    }
+
+    /// The device memory one tensor may take, where the caller set it.
+    pub fn max_memory(&self) -> Option<u64> {
+        self.max_memory
     }
 
     /// The binding size the planner windows against (the device's, or the forced lower one).

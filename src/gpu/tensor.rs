@@ -6,7 +6,7 @@
 use super::kernels::{Op, Variant};
 use super::plan::{place, Placement};
 use super::{capability, Gpu};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::PayloadGeometry;
 use crate::tensor::{TensorDesc, Validated};
 
@@ -37,6 +37,13 @@ impl GpuTensor {
         let payload = tensor.payload();
         let placement = place(tensor.geometry(), payload.len() as u64, &gpu.plan_limits())?;
         let total: u64 = placement.segments.iter().map(|r| r.end - r.start).sum();
+        let needed: u64 = (0..placement.segments.len()).map(|i| placement.buffer_len(i)).sum();
+        if let Some(max) = gpu.max_memory().filter(|&m| needed > m) {
+            return Err(Error::Unsupported(format!(
+                "{} {:?} needs {needed} bytes of device buffers, more than the {max} bytes allowed",
+                desc.format, desc.shape
+            )));
+        }
         let mut buffers = Vec::with_capacity(placement.segments.len());
         let mut done = 0u64;
         for (i, range) in placement.segments.iter().enumerate() {

@@ -64,15 +64,16 @@ fn nan_words_computed_from_gguf_blocks_are_the_same_on_cpu_and_gpu() {
 }
 
 #[test]
-fn an_output_past_max_buffer_size_is_refused_in_one_short_sentence() {
+fn an_output_row_past_max_buffer_size_is_refused_in_one_short_sentence() {
     let mut rng = Rng::new(5);
-    // 278 KB of q4 payload fits a 1 MiB buffer; its 2 MiB of f32 output does not.
-    let words = random_words(Format::Q4G64Fp16, &[512, 1024], 1, &mut rng, Words::Finite).unwrap();
+    // Outputs larger than a buffer are split by rows; one row of 300,000 f32 outputs (1.2 MB)
+    // cannot be, while its 160 KB of q4 payload fits a 1 MiB buffer.
+    let words = random_words(Format::Q4G64Fp16, &[2, 300_000], 1, &mut rng, Words::Finite).unwrap();
     let t = EncodedTensor::encode(&words, Layout::RowSplitK128V1).unwrap();
     for gpu in adapters(GpuOptions { max_buffer_size: Some(1 << 20), ..Default::default() }) {
         let up = block_on(gpu.upload(&t.validate().unwrap())).unwrap();
         let e = block_on(gpu.dequant(&up)).unwrap_err().to_string();
-        assert!(e.contains("max_buffer_size") && e.contains("2097152"), "{e}");
+        assert!(e.contains("max_buffer_size") && e.contains("1200000") && e.contains("1048576"), "{e}");
         assert!(e.len() < 300 && !e.contains('\n'), "one short sentence: {e}");
     }
 }

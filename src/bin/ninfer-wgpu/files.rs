@@ -12,7 +12,7 @@ use ninfer_wgpu::encode::direct::{self, DirectSource};
 use ninfer_wgpu::encode::grouped::{self, SearchOptions};
 use ninfer_wgpu::encode::{fp8_row, Encoded};
 use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
-use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, Op, Platform, Variant};
+use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, GpuTensor, Op, Platform, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::oracle::{self, Dequantized};
 use ninfer_wgpu::{Category, EncodedTensor, Error, Format, Validated};
@@ -54,16 +54,31 @@ fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<String, Error> {
     }
 }
 
-fn open_gpu(adapter: Option<String>) -> Result<Gpu, Error> {
-    block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))
+fn open_gpu(options: GpuOptions) -> Result<Gpu, Error> {
+    block_on(Gpu::open(&options))
 }
 
 /// The adapter `--device gpu` runs on, or `None` for the CPU oracle.
-fn gpu_for(device: Device, adapter: Option<String>) -> Result<Option<Gpu>, Error> {
+fn gpu_for(device: Device, options: GpuOptions) -> Result<Option<Gpu>, Error> {
     match device {
         Device::Cpu => Ok(None),
-        Device::Gpu => open_gpu(adapter).map(Some),
+        Device::Gpu => open_gpu(options).map(Some),
     }
+}
+
+/// Uploads with a progress bar on a terminal (indicatif draws nothing when stderr is not one).
+fn upload(gpu: &Gpu, t: &Validated, what: &str) -> Result<GpuTensor, Error> {
+    let bar = indicatif::ProgressBar::new(t.payload().len() as u64).with_message(format!("uploading {what}"));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let up = block_on(gpu.upload_with_progress(t, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    }));
+    bar.finish_and_clear();
+    up
 }
 
 /// A `.ninfer` artifact or a `.gguf` file, told apart by the first four bytes.
@@ -146,9 +161,9 @@ fn print_tensors(gpu_note: &str, tensors: &[serde_json::Value]) {
 }
 
 /// `inspect`: files, tensors with their capability status, resources, bindings and uses.
-pub fn inspect(file: &Path, adapter: Option<String>, as_json: bool) -> Result<bool, Error> {
+pub fn inspect(file: &Path, options: GpuOptions, as_json: bool) -> Result<bool, Error> {
     let opened = Opened::open(file)?;
-    let gpu = open_gpu(adapter);
+    let gpu = open_gpu(options);
     let platform: Option<&Platform> = gpu.as_ref().ok().map(|g| g.platform());
     let gpu_note = match &gpu {
         Ok(g) => format!("capability status on {}", g.platform().summary()),
@@ -250,39 +265,37 @@ fn le_bytes(d: Dequantized) -> Vec<u8> {
 }
 
 /// `dequant`: the logical tensor's values, C order, raw little-endian.
-pub fn dequant(
-    file: &Path,
-    tensor: &str,
-    device: Device,
-    adapter: Option<String>,
-    output: &Path,
-) -> Result<bool, Error> {
+pub fn dequant(file: &Path, tensor: &str, device: Device, options: GpuOptions, output: &Path) -> Result<bool, Error> {
+    use std::io::Write;
     let opened = Opened::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let pieces = validated(&pieces)?;
-    let values = pieces.iter().try_fold(0usize, |n, t| n.checked_add(t.desc().elements()?));
-    let mut out: Vec<u8> = Vec::new();
-    out.try_reserve_exact(values.and_then(|v| v.checked_mul(4)).unwrap_or(usize::MAX)).map_err(|_| {
-        let bytes = values.map_or("more than 2^64".to_string(), |v| (v as u128 * 4).to_string());
-        Error::Unsupported(format!("{tensor}: its {bytes} output bytes do not fit in this machine's memory"))
-    })?;
-    match device {
-        Device::Cpu => {
-            for t in &pieces {
-                out.extend(le_bytes(oracle::dequant(t)?));
+    let gpu = gpu_for(device, options)?;
+    let io = |e: std::io::Error| Error::Io(format!("{}: {e}", output.display()));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(output).map_err(io)?);
+    let mut values = 0u64;
+    for (i, t) in pieces.iter().enumerate() {
+        match &gpu {
+            // The exact oracle builds the piece's values on the host.
+            None => {
+                let bytes = le_bytes(oracle::dequant(t)?);
+                values += bytes.len() as u64 / 4;
+                out.write_all(&bytes).map_err(io)?;
             }
-        }
-        Device::Gpu => {
-            let gpu = open_gpu(adapter)?;
-            for t in &pieces {
-                // The kernel returns binary32 words (int32: the integer words) as u32.
-                let words = block_on(async { gpu.dequant(&gpu.upload(t).await?).await })?;
-                out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+            // The kernel's words (binary32; int32: the integer words) stream to the file a
+            // bounded piece at a time, so the output may be larger than host memory.
+            Some(gpu) => {
+                let up = upload(gpu, t, &format!("{tensor} part {i}"))?;
+                block_on(gpu.dequant_to(&up, &mut |words| {
+                    values += words.len() as u64;
+                    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    out.write_all(&bytes).map_err(io)
+                }))?;
             }
         }
     }
-    let to = write_output(Some(output), &out)?;
-    eprintln!("{tensor}: {} values to {to}", out.len() / 4);
+    out.flush().map_err(io)?;
+    eprintln!("{tensor}: {values} values to {}", output.display());
     Ok(true)
 }
 
@@ -339,7 +352,7 @@ pub fn matvec(
     x: &Path,
     columns: usize,
     device: Device,
-    adapter: Option<String>,
+    options: GpuOptions,
     output: Option<&Path>,
 ) -> Result<bool, Error> {
     let opened = Opened::open(file)?;
@@ -369,14 +382,14 @@ pub fn matvec(
     }
     // Each piece gives J columns of its rows; Y is J columns of all N rows.
     let mut y: Vec<f32> = zeroed(n.saturating_mul(columns), "the output")?;
-    let gpu = gpu_for(device, adapter)?;
+    let gpu = gpu_for(device, options.clone())?;
     let mut row0 = 0;
     for t in &pieces {
         let rows = t.shape()[0];
         // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
         let part: Vec<f32> = match &gpu {
             None => oracle::matmul(t, &xs, columns)?.y.iter().map(|&v| v as f32).collect(),
-            Some(gpu) => block_on(async { gpu.matmul(&gpu.upload(t).await?, &xs, columns).await })?,
+            Some(gpu) => block_on(gpu.matmul(&upload(gpu, t, tensor)?, &xs, columns))?,
         };
         for j in 0..columns {
             y[j * n + row0..j * n + row0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
@@ -432,7 +445,7 @@ pub fn gather(
     tensor: &str,
     rows: &str,
     device: Device,
-    adapter: Option<String>,
+    options: GpuOptions,
     output: Option<&Path>,
 ) -> Result<bool, Error> {
     let opened = Opened::open(file)?;
@@ -449,7 +462,7 @@ pub fn gather(
     }
     // Each request goes to the piece holding its row; results are put back in request order.
     let mut out: Vec<[u8; 4]> = zeroed(rows.len().saturating_mul(k), "the gathered rows")?;
-    let gpu = gpu_for(device, adapter)?;
+    let gpu = gpu_for(device, options.clone())?;
     let mut row0 = 0usize;
     for t in &pieces {
         let count = t.shape()[0];
@@ -469,10 +482,9 @@ pub fn gather(
                 Dequantized::F32(v) => v.iter().map(|x| x.to_le_bytes()).collect(),
                 Dequantized::I32(v) => v.iter().map(|x| x.to_le_bytes()).collect(),
             },
-            Some(gpu) => block_on(async { gpu.gather(&gpu.upload(t).await?, &local).await })?
-                .iter()
-                .map(|w| w.to_le_bytes())
-                .collect(),
+            Some(gpu) => {
+                block_on(gpu.gather(&upload(gpu, t, tensor)?, &local))?.iter().map(|w| w.to_le_bytes()).collect()
+            }
         };
         for (slot, &(i, _)) in mine.iter().enumerate() {
             out[i * k..(i + 1) * k].copy_from_slice(&words[slot * k..(slot + 1) * k]);
