@@ -488,12 +488,13 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
     };
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-cli-limits");
     std::fs::create_dir_all(&dir).unwrap();
-    // An embedding-sized table: 8192 rows of 1536 q8 codes, 13 MB of payload, 50 MB dequantized.
+    // An embedding-sized table: 10240 rows of 1536 bf16 values, 31 MB of payload (8 buffers of
+    // 4 MiB), 63 MB dequantized.
     let mut rng = Rng::new(23);
-    let (n, k) = (8192, 1536);
-    let words = random_words(Format::Q8G32Fp16, &[n, k], 1, &mut rng, Words::Finite).unwrap();
+    let (n, k) = (10240, 1536);
+    let words = random_words(Format::Bf16, &[n, k], 1, &mut rng, Words::Finite).unwrap();
     let mut writer = ArtifactWriter::new();
-    writer.add_tensor("emb", EncodedTensor::encode(&words, Layout::RowSplitK128V1).unwrap());
+    writer.add_tensor("emb", EncodedTensor::encode(&words, Layout::ContiguousLeV1).unwrap());
     writer.bind("emb", Binding::Object("emb".into()));
     let artifact = dir.join("emb.ninfer");
     writer.write(&artifact).unwrap();
@@ -547,4 +548,59 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("18446744073709551615") && err.contains("own"), "{err}");
+}
+
+#[test]
+fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
+    use ninfer_wgpu::container::Artifact;
+    use ninfer_wgpu::gguf::reader::GgufFile;
+    let selectors = selectors();
+    if selectors.is_empty() {
+        assert!(!ci(), "CI=true but no GPU adapter was found");
+        return;
+    }
+    // A GGUF of every type, written by llama.cpp's own `gguf` package.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-import");
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
+    let made = std::process::Command::new("python3").arg(script).arg(&dir).arg("11").status();
+    if !made.is_ok_and(|s| s.success()) {
+        assert!(!ci(), "CI=true but the gguf fixture generator failed");
+        return;
+    }
+    let gguf = dir.join("fixture.gguf");
+    let imported = dir.join("imported.ninfer");
+    let bin = env!("CARGO_BIN_EXE_ninfer-wgpu");
+    let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let refused = run(&["import", &path(&gguf), &path(&imported)]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(refused.status.code() == Some(2) && err.contains("q4_1") && err.contains("--skip-unsupported"), "{err}");
+    let out = run(&["import", &path(&gguf), &path(&imported), "--skip-unsupported"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every registered tensor's bytes, unchanged, under its GGUF name.
+    let (g, a) = (GgufFile::open(&gguf).unwrap(), Artifact::open(&imported).unwrap());
+    let mut count = 0;
+    for name in g.tensors.iter().filter_map(|t| g.tensor(&t.name).ok().map(|_| t.name.clone())) {
+        let (x, y) = (g.tensor(&name).unwrap(), a.tensor(&name).unwrap());
+        assert_eq!((x.desc(), x.payload()), (y.desc(), y.payload()), "{name}");
+        count += 1;
+    }
+    assert!(count >= 20, "{count} tensors imported");
+    let gguf_meta = a.root().metadata.as_ref().unwrap().member("gguf").unwrap();
+    assert_eq!(gguf_meta["test.string"], "ninfer ✓");
+    for selector in &selectors {
+        for file in [&gguf, &imported] {
+            let out = run(&["verify", &path(file), "--adapter", selector, "--json"]);
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{selector}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+            assert!(out.status.success() && report["failed"] == 0, "{selector} {}: {report}", file.display());
+            let tensors = report["tensors"].as_array().unwrap();
+            assert_eq!(tensors.len(), count, "{selector}: every tensor verified");
+            for t in tensors {
+                let ran = t["report"]["results"].as_array().map_or(0, Vec::len);
+                assert_eq!(ran, 3, "{selector}: dequant, matmul and gather ran for {}", t["name"]);
+            }
+        }
+    }
 }

@@ -5,6 +5,8 @@
 // A sibling module file: a plain `src/bin/files.rs` would be auto-discovered as a second binary.
 #[path = "ninfer-wgpu/files.rs"]
 mod files;
+#[path = "ninfer-wgpu/verify.rs"]
+mod verify;
 
 use clap::{Parser, Subcommand};
 use ninfer_wgpu::args::{parse_formats, parse_ops, parse_shape};
@@ -142,6 +144,29 @@ enum Command {
         /// Output file (default: standard output).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+    },
+    /// Check every tensor of a .ninfer or .gguf file on the GPU against the oracle: dequant by
+    /// its criterion, gather and matmul (2 random columns, A32) for matrices. Exits 1 on any
+    /// failure.
+    Verify {
+        file: PathBuf,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Random seed for activations and rows (default: from the clock; always printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a GGUF file into a .ninfer artifact: every tensor of a registered type keeps its
+    /// bytes (gguf_* blocks, F32/BF16/I32 words), bound under its GGUF name; the GGUF metadata
+    /// goes into the artifact's metadata.
+    Import {
+        input: PathBuf,
+        output: PathBuf,
+        /// Import the registered tensors and list the others, instead of refusing the file.
+        #[arg(long)]
+        skip_unsupported: bool,
     },
     /// Convert float tensors (.npy f32/f16, safetensors F32/F16/BF16) into a .ninfer artifact,
     /// recording each tensor's provenance.
@@ -443,6 +468,8 @@ fn main() -> ExitCode {
             files::gather(&file, &tensor, &rows, device, gpu.options(), output.as_deref())
         }
         Command::Quantize { input, output, format, method } => files::quantize(&input, &output, &format, method),
+        Command::Verify { file, gpu, seed, json } => verify::verify(&file, gpu.options(), seed, json),
+        Command::Import { input, output, skip_unsupported } => files::import(&input, &output, skip_unsupported),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@
 //!
 //! Every violation is [`Error::Container`](crate::Error::Container) naming one of the [`rule`]s.
 
+pub mod import;
 mod json;
 mod reader;
 mod root;

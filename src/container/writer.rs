@@ -125,6 +125,11 @@ impl<'a> ArtifactWriter<'a> {
         self.metadata = Some(metadata);
     }
 
+    /// Adds members to the metadata (a member given again replaces the earlier one).
+    pub fn extend_metadata(&mut self, members: Map<String, Value>) {
+        self.metadata.get_or_insert_with(Map::new).extend(members);
+    }
+
     /// Object entries with their logical offsets, and the logical payload's length.
     fn layout(&self) -> Result<(Vec<ObjectEntry>, u64)> {
         let mut at = 0u64;

@@ -82,13 +82,13 @@ fn upload(gpu: &Gpu, t: &Validated, what: &str) -> Result<GpuTensor, Error> {
 }
 
 /// A `.ninfer` artifact or a `.gguf` file, told apart by the first four bytes.
-enum Opened {
+pub enum Opened {
     Ninfer(Artifact),
     Gguf(GgufFile),
 }
 
 impl Opened {
-    fn open(file: &Path) -> Result<Opened, Error> {
+    pub fn open(file: &Path) -> Result<Opened, Error> {
         let mut magic = [0u8; 4];
         let mut f = ninfer_wgpu::files::open_regular(file)?;
         let is_gguf = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == b"GGUF";
@@ -101,6 +101,32 @@ impl Opened {
         match self {
             Opened::Ninfer(a) => a.resolve(tensor),
             Opened::Gguf(g) => Ok(vec![g.tensor(tensor)?]),
+        }
+    }
+
+    /// Every tensor the file holds, by object id (`.ninfer`) or name (`.gguf`, registered types).
+    pub fn tensor_names(&self) -> Vec<String> {
+        match self {
+            Opened::Ninfer(a) => a
+                .objects()
+                .iter()
+                .filter(|o| matches!(o.kind, ObjectKind::Tensor { .. }))
+                .map(|o| o.id.clone())
+                .collect(),
+            Opened::Gguf(g) => g
+                .tensors
+                .iter()
+                .filter(|t| matches!(t.kind, TensorKind::Registered { .. }))
+                .map(|t| t.name.clone())
+                .collect(),
+        }
+    }
+
+    /// One tensor by object id or GGUF name.
+    pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>, Error> {
+        match self {
+            Opened::Ninfer(a) => a.tensor(name),
+            Opened::Gguf(g) => g.tensor(name),
         }
     }
 }
@@ -584,6 +610,37 @@ pub fn quantize(input: &Path, output: &Path, format: &str, method: Option<Method
         "wrote {} (artifact {}, {} payload bytes)",
         output.display(),
         hex(&written.artifact_id),
+        written.payload_bytes
+    );
+    Ok(true)
+}
+
+/// `import`: a GGUF file's registered tensors, unchanged, into an artifact.
+pub fn import(input: &Path, output: &Path, skip_unsupported: bool) -> Result<bool, Error> {
+    let file = GgufFile::open(input)?;
+    let mut imported = ninfer_wgpu::container::import::from_gguf(&file, skip_unsupported)?;
+    let mut metadata = serde_json::Map::new();
+    if let Some(stem) = output.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty()) {
+        metadata.insert("name".into(), json!(stem));
+    }
+    metadata.insert("producer".into(), json!(concat!("ninfer-wgpu ", env!("CARGO_PKG_VERSION"), " import")));
+    metadata.insert(
+        "source_file".into(),
+        json!(input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+    );
+    imported.writer.extend_metadata(metadata);
+    for (name, format, shape, bytes) in &imported.tensors {
+        println!("{name:<32} {format:<22} {shape:?} {bytes} bytes (import_encoded)");
+    }
+    for (name, ty) in &imported.skipped {
+        println!("{name:<32} skipped: ggml type {ty} is not registered");
+    }
+    let written = imported.writer.write(output)?;
+    println!(
+        "wrote {} (artifact {}, {} tensors, {} payload bytes)",
+        output.display(),
+        hex(&written.artifact_id),
+        imported.tensors.len(),
         written.payload_bytes
     );
     Ok(true)
