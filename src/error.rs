@@ -56,6 +56,18 @@ pub enum Error {
     Io(String),
 }
 
+impl Error {
+    /// A numeric refusal placed at element `at` of tensor `name`.
+    pub fn context(self, name: &str, at: usize) -> Error {
+        match self {
+            Error::Numeric { target, value, rule } => {
+                Error::Unsupported(format!("{}: element {at}: {target}: cannot encode {value}: {rule}", clip(name)))
+            }
+            other => other,
+        }
+    }
+}
+
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Error::Io(e.to_string())

@@ -168,8 +168,9 @@ enum Command {
         #[arg(long)]
         skip_unsupported: bool,
     },
-    /// Convert float tensors (.npy f32/f16, safetensors F32/F16/BF16) into a .ninfer artifact,
-    /// recording each tensor's provenance.
+    /// Convert a checkpoint (.npy, safetensors, or a *.safetensors.index.json of shards) into a
+    /// .ninfer artifact: float matrices to --format, other float tensors to --vectors, integers
+    /// to int32 (range checked), overridable by --keep and --format-for; provenance recorded.
     Quantize {
         input: PathBuf,
         output: PathBuf,
@@ -181,6 +182,17 @@ enum Command {
         /// fp8 rows; bf16 and fp32 take none).
         #[arg(long, value_enum)]
         method: Option<files::Method>,
+        /// Keep tensors whose name matches this glob in a direct format (repeatable).
+        #[arg(long, value_name = "PATTERN")]
+        keep: Vec<String>,
+        /// Give tensors whose name matches PATTERN this format (repeatable; first match wins).
+        #[arg(long, value_name = "PATTERN=FORMAT")]
+        format_for: Vec<String>,
+        /// The direct format of float tensors that are not matrices (or are kept): fp32 (exact
+        /// from f32, f16 and bf16) or bf16 (default: --format when that is fp32 or bf16, else
+        /// fp32).
+        #[arg(long)]
+        vectors: Option<String>,
     },
 }
 
@@ -467,7 +479,16 @@ fn main() -> ExitCode {
         Command::Gather { file, tensor, rows, device, gpu, output } => {
             files::gather(&file, &tensor, &rows, device, gpu.options(), output.as_deref())
         }
-        Command::Quantize { input, output, format, method } => files::quantize(&input, &output, &format, method),
+        Command::Quantize { input, output, format, method, keep, format_for, vectors } => {
+            let args = files::QuantizeArgs {
+                format: &format,
+                method,
+                keep: &keep,
+                format_for: &format_for,
+                vectors: vectors.as_deref(),
+            };
+            files::quantize(&input, &output, &args)
+        }
         Command::Verify { file, gpu, seed, json } => verify::verify(&file, gpu.options(), seed, json),
         Command::Import { input, output, skip_unsupported } => files::import(&input, &output, skip_unsupported),
     };

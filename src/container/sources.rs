@@ -14,12 +14,16 @@ use crate::error::{clip, Error, Result};
 use crate::numeric::{bf16_to_f32, f16_to_f32};
 use std::path::Path;
 
-/// Source values by their stored type; converted to f32 only when a method needs it.
+/// Source values by their stored type; converted to f32 only when a method needs it. Real
+/// checkpoints mix float matrices with integer buffers (`position_ids`), so integers are read
+/// too; they are never quantized.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FloatData {
     F32(Vec<f32>),
     F16(Vec<u16>),
     Bf16(Vec<u16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
 }
 
 /// One named input tensor.
@@ -32,11 +36,38 @@ pub struct FloatTensor {
 
 impl FloatTensor {
     /// The values as an encoder source (no conversion).
-    pub fn source(&self) -> Source<'_> {
+    /// The float values as an encoder source; `None` for integer tensors.
+    pub fn source(&self) -> Option<Source<'_>> {
         match &self.data {
-            FloatData::F32(v) => Source::F32(v),
-            FloatData::F16(v) => Source::F16(v),
-            FloatData::Bf16(v) => Source::Bf16(v),
+            FloatData::F32(v) => Some(Source::F32(v)),
+            FloatData::F16(v) => Some(Source::F16(v)),
+            FloatData::Bf16(v) => Some(Source::Bf16(v)),
+            FloatData::I32(_) | FloatData::I64(_) => None,
+        }
+    }
+
+    pub fn is_float(&self) -> bool {
+        self.source().is_some()
+    }
+
+    /// Integer values as int32 words; an int64 value outside int32 is an error naming the
+    /// tensor, the element and the value (nothing is clipped).
+    pub fn to_i32(&self) -> Result<Vec<i32>> {
+        match &self.data {
+            FloatData::I32(v) => Ok(v.clone()),
+            FloatData::I64(v) => v
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    i32::try_from(x).map_err(|_| {
+                        Error::Numeric { target: "int32", value: x as f64, rule: "an int64 value must fit int32" }
+                            .context(&self.name, i)
+                    })
+                })
+                .collect(),
+            FloatData::F32(_) | FloatData::F16(_) | FloatData::Bf16(_) => {
+                Err(Error::Unsupported(format!("{}: a float tensor has no integer words", self.name)))
+            }
         }
     }
 
@@ -45,15 +76,18 @@ impl FloatTensor {
             FloatData::F32(_) => "f32",
             FloatData::F16(_) => "f16",
             FloatData::Bf16(_) => "bf16",
+            FloatData::I32(_) => "i32",
+            FloatData::I64(_) => "i64",
         }
     }
 
-    /// Every value widened to binary32 (exact for f16 and bf16).
+    /// Every float value widened to binary32 (exact for f16 and bf16); integers are not floats.
     pub fn to_f32(&self) -> Vec<f32> {
         match &self.data {
             FloatData::F32(v) => v.clone(),
             FloatData::F16(v) => v.iter().map(|&w| f16_to_f32(w)).collect(),
             FloatData::Bf16(v) => v.iter().map(|&w| bf16_to_f32(w)).collect(),
+            FloatData::I32(_) | FloatData::I64(_) => Vec::new(),
         }
     }
 }
@@ -63,6 +97,48 @@ fn bad(kind: &str, detail: impl std::fmt::Display) -> Error {
 }
 
 const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Reads a checkpoint: `.npy`, a safetensors file, or a safetensors index (`*.json` whose
+/// `weight_map` names each tensor's shard, beside it). Returns (file name, tensor) pairs; a
+/// tensor in two shards, or one the index lists but no shard holds, is an error.
+pub fn read_checkpoint(path: &Path) -> Result<Vec<(String, FloatTensor)>> {
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if path.extension().is_none_or(|e| e != "json") {
+        return Ok(read(path)?.into_iter().map(|t| (name(path), t)).collect());
+    }
+    let text = crate::files::read_at_most(path, 64 << 20, "a safetensors index")?;
+    let index: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| bad("safetensors index", format!("{}: {e}", path.display())))?;
+    let map = index
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| bad("safetensors index", format!("{}: no weight_map object", path.display())))?;
+    let mut shards: Vec<&str> = Vec::new();
+    for file in map.values() {
+        let file = file.as_str().ok_or_else(|| bad("safetensors index", "weight_map values are file names"))?;
+        if file.contains(['/', '\\']) || file == ".." {
+            return Err(bad("safetensors index", format!("shard {} is not a sibling file name", clip(file))));
+        }
+        if !shards.contains(&file) {
+            shards.push(file);
+        }
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut out: Vec<(String, FloatTensor)> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    for shard in shards {
+        for t in read(&dir.join(shard))? {
+            if let Some(other) = seen.insert(t.name.clone(), shard) {
+                return Err(bad("safetensors index", format!("{} is in {other} and in {shard}", clip(&t.name))));
+            }
+            out.push((shard.to_string(), t));
+        }
+    }
+    if let Some(missing) = map.keys().find(|k| !seen.contains_key(k.as_str())) {
+        return Err(bad("safetensors index", format!("{} is listed but no shard holds it", clip(missing))));
+    }
+    Ok(out)
+}
 
 /// Reads `.npy` or safetensors, recognised by content (npy's magic), not by extension.
 pub fn read(path: &Path) -> Result<Vec<FloatTensor>> {
@@ -98,7 +174,9 @@ fn typed(kind: &str, dtype: &str, data: &[u8], count: usize) -> Result<FloatData
         "f32" => FloatData::F32(words::<4>(kind, data, count)?.into_iter().map(f32::from_le_bytes).collect()),
         "f16" => FloatData::F16(words::<2>(kind, data, count)?.into_iter().map(u16::from_le_bytes).collect()),
         "bf16" => FloatData::Bf16(words::<2>(kind, data, count)?.into_iter().map(u16::from_le_bytes).collect()),
-        other => return Err(bad(kind, format!("dtype {other} is not f32, f16 or bf16"))),
+        "i32" => FloatData::I32(words::<4>(kind, data, count)?.into_iter().map(i32::from_le_bytes).collect()),
+        "i64" => FloatData::I64(words::<8>(kind, data, count)?.into_iter().map(i64::from_le_bytes).collect()),
+        other => return Err(bad(kind, format!("dtype {other} is not f32, f16, bf16, i32 or i64"))),
     })
 }
 
@@ -125,7 +203,17 @@ pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
     let dtype = match dict.descr.as_str() {
         "<f4" => "f32",
         "<f2" => "f16",
-        d => return Err(bad(KIND, format!("descr {d:?}: only little-endian f32 ('<f4') and f16 ('<f2') are read"))),
+        "<i4" => "i32",
+        "<i8" => "i64",
+        d => {
+            return Err(bad(
+                KIND,
+                format!(
+                    "descr {}: only little-endian f32, f16, i32 and i64 ('<f4', '<f2', '<i4', '<i8') are read",
+                    clip(d)
+                ),
+            ))
+        }
     };
     if dict.fortran_order {
         return Err(bad(KIND, "fortran_order is True: only C order is read"));
@@ -274,7 +362,11 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
             safetensors::Dtype::F32 => "f32",
             safetensors::Dtype::F16 => "f16",
             safetensors::Dtype::BF16 => "bf16",
-            d => return Err(bad(KIND, format!("{}: dtype {d}: only F32, F16 and BF16 are read", clip(&name)))),
+            safetensors::Dtype::I32 => "i32",
+            safetensors::Dtype::I64 => "i64",
+            d => {
+                return Err(bad(KIND, format!("{}: dtype {d}: only F32, F16, BF16, I32 and I64 are read", clip(&name))))
+            }
         };
         let shape = view.shape().to_vec();
         let count = elements(KIND, &shape)?;

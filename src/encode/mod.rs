@@ -8,6 +8,7 @@ pub mod direct;
 pub mod fp8_row;
 pub mod grouped;
 pub mod import;
+pub mod rules;
 
 use crate::error::{Error, Result};
 use crate::numeric::{bf16_to_f32, f16_to_f32};

@@ -216,7 +216,9 @@ fn quantize_refuses_what_a_method_cannot_do() {
     let input = dir.join("cube.npy");
     write_npy(&input, "<f4", &[2, 2, 64], &f32_bytes(&random(256, 6)));
     let out = dir.join("x.ninfer");
-    assert!(fails(&["quantize", s(&input), s(&out), "--format", "q4_g64_fp16"]).contains("rank-2"));
+    // A rank-3 tensor is not a matrix: kept direct by default, refused when a rule asks for q4.
+    assert!(fails(&["quantize", s(&input), s(&out), "--format", "q4_g64_fp16", "--format-for", "cu*=q4_g64_fp16"])
+        .contains("rank-2"));
     let flat = dir.join("flat.npy");
     write_npy(&flat, "<f4", &[2, 64], &f32_bytes(&random(128, 7)));
     assert!(fails(&["quantize", s(&flat), s(&out), "--format", "q4_g64_fp16", "--method", "fp8_row_maxabs"])
@@ -309,4 +311,97 @@ fn file_commands_report_errors_with_the_rule() {
     assert!(fails(&["gather", s(&f.entry), "w", "--rows", "1,x", "-o", s(&out)]).contains("`x` is not a row index"));
     std::fs::remove_file(&f.files()[2]).unwrap();
     assert!(fails(&["inspect", s(&f.entry)]).contains(rule::PART_OPEN));
+}
+
+fn bytes_of<T: Copy, const W: usize>(v: &[T], f: fn(T) -> [u8; W]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+#[test]
+fn quantize_takes_a_whole_mixed_checkpoint_with_rules_and_shards() {
+    let dir = TempDir::new("cli-checkpoint");
+    let w = random(4 * 64, 21);
+    let bias = random(64, 22);
+    let norm: Vec<u16> = (0..64).map(|i| 0x3F80 + i as u16).collect();
+    let emb: Vec<u16> = (0..3 * 64).map(|i| 0x3C00 + (i % 50) as u16).collect();
+    let pos: Vec<i64> = (0..8).collect();
+    let tensors = vec![
+        ("enc.w", "F32", vec![4, 64], f32_bytes(&w)),
+        ("enc.b", "F32", vec![64], f32_bytes(&bias)),
+        ("norm", "BF16", vec![64], bytes_of(&norm, u16::to_le_bytes)),
+        ("emb", "F16", vec![3, 64], bytes_of(&emb, u16::to_le_bytes)),
+        ("pos", "I64", vec![1, 8], bytes_of(&pos, i64::to_le_bytes)),
+    ];
+    let model = dir.join("model.safetensors");
+    write_safetensors(&model, &tensors);
+    let formats = |art: &Artifact| -> Vec<(String, String)> {
+        art.objects()
+            .iter()
+            .map(|o| (o.id.clone(), art.tensor_desc(&o.id).unwrap().format.name().to_string()))
+            .collect()
+    };
+    let out = dir.join("q.ninfer");
+    ok(&["quantize", s(&model), s(&out), "--format", "q4_g64_fp16"]);
+    let art = Artifact::open(&out).unwrap();
+    let mut got = formats(&art);
+    got.sort();
+    let want =
+        [("emb", "q4_g64_fp16"), ("enc.b", "fp32"), ("enc.w", "q4_g64_fp16"), ("norm", "fp32"), ("pos", "int32")];
+    assert_eq!(got, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    let pos_words = art.tensor("pos").unwrap().payload().to_vec();
+    assert_eq!(pos_words, bytes_of(&(0..8).collect::<Vec<i32>>(), i32::to_le_bytes), "int64 narrowed exactly");
+    assert_eq!(art.tensor("enc.b").unwrap().payload(), f32_bytes(&bias), "a vector kept exactly");
+    let p = art.root().provenance.as_ref().unwrap().parse().unwrap();
+    assert_eq!(
+        (p["pos"]["params"]["rule"].as_str(), p["pos"]["params"]["source_dtype"].as_str()),
+        (Some("integers are kept as int32"), Some("i64"))
+    );
+
+    // Rules: a format for one name, direct bf16 for others.
+    let ruled = dir.join("r.ninfer");
+    ok(&[
+        "quantize",
+        s(&model),
+        s(&ruled),
+        "--format",
+        "q4_g64_fp16",
+        "--format-for",
+        "emb=q8_g32_fp16",
+        "--keep",
+        "enc.*",
+        "--vectors",
+        "bf16",
+    ]);
+    let art = Artifact::open(&ruled).unwrap();
+    let mut got = formats(&art);
+    got.sort();
+    let want = [("emb", "q8_g32_fp16"), ("enc.b", "bf16"), ("enc.w", "bf16"), ("norm", "bf16"), ("pos", "int32")];
+    assert_eq!(got, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    assert_eq!(art.tensor("norm").unwrap().payload(), bytes_of(&norm, u16::to_le_bytes), "bf16 words kept");
+
+    // Shards through an index; a tensor in two shards and an int64 past int32 are refused.
+    let (a, b) = (dir.join("a.safetensors"), dir.join("b.safetensors"));
+    write_safetensors(&a, &tensors[..2]);
+    write_safetensors(&b, &tensors[2..]);
+    let index = dir.join("model.safetensors.index.json");
+    let map: serde_json::Map<String, Value> = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.0.to_string(), json!(if i < 2 { "a.safetensors" } else { "b.safetensors" })))
+        .collect();
+    std::fs::write(&index, serde_json::to_vec(&json!({ "weight_map": map })).unwrap()).unwrap();
+    let sharded = dir.join("s.ninfer");
+    ok(&["quantize", s(&index), s(&sharded), "--format", "q4_g64_fp16"]);
+    assert_eq!(Artifact::open(&sharded).unwrap().objects().len(), 5);
+    write_safetensors(&b, &tensors[1..]);
+    assert!(
+        fails(&["quantize", s(&index), s(&dir.join("x.ninfer")), "--format", "q4_g64_fp16"]).contains("enc.b is in")
+    );
+    let big = dir.join("big.safetensors");
+    write_safetensors(&big, &[("position_ids", "I64", vec![2], bytes_of(&[0i64, 1 << 40], i64::to_le_bytes))]);
+    let e = fails(&["quantize", s(&big), s(&dir.join("y.ninfer")), "--format", "q4_g64_fp16"]);
+    assert!(e.contains("position_ids") && e.contains("element 1") && e.contains("1099511627776"), "{e}");
+    let f64s = dir.join("f64.safetensors");
+    write_safetensors(&f64s, &[("d", "F64", vec![1], vec![0; 8])]);
+    assert!(fails(&["quantize", s(&f64s), s(&dir.join("z.ninfer")), "--format", "fp32"]).contains("d: dtype F64"));
 }

@@ -80,8 +80,8 @@ fn safetensors_reads_every_tensor_and_checks_offsets() {
         (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,12]}}"#, "invalid shape, data type, or offset"),
         (r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#, "invalid shape, data type, or offset"),
         (
-            r#"{"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}}"#,
-            "I64",
+            r#"{"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}}"#,
+            "F64",
         ),
         (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}"#, "offset"),
         // Overlapping data, a gap, and a key given twice (serde would keep the last silently).

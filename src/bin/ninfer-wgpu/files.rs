@@ -10,7 +10,9 @@ use ninfer_wgpu::container::sources::{self, FloatData, FloatTensor};
 use ninfer_wgpu::container::{hex, Artifact, ArtifactWriter, Binding, ObjectKind};
 use ninfer_wgpu::encode::direct::{self, DirectSource};
 use ninfer_wgpu::encode::grouped::{self, SearchOptions};
+use ninfer_wgpu::encode::rules::Rules;
 use ninfer_wgpu::encode::{fp8_row, Encoded};
+use ninfer_wgpu::error::clip;
 use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
 use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, GpuTensor, Op, Platform, Variant};
 use ninfer_wgpu::native::block_on;
@@ -533,6 +535,10 @@ fn matrix(t: &FloatTensor, format: Format) -> Result<(usize, usize), Error> {
 
 /// Runs the conversion `format` and `method` name on one input tensor.
 fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result<Encoded, Error> {
+    let Some(source) = t.source() else {
+        // Integer tensors (the rules only give them int32): words kept, range checked.
+        return direct::persist(Format::Int32, &t.shape, DirectSource::I32(&t.to_i32()?));
+    };
     let refuse = |m: Method| {
         Err(Error::Unsupported(format!(
             "method {:?} does not produce {format}",
@@ -543,15 +549,15 @@ fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result
         Category::Grouped => {
             let (n, k) = matrix(t, format)?;
             match method.unwrap_or(Method::GroupedAbsmax) {
-                Method::GroupedAbsmax => grouped::grouped_absmax(format, n, k, t.source()),
-                Method::GroupedSearch => grouped::grouped_search(format, n, k, t.source(), SearchOptions::default()),
+                Method::GroupedAbsmax => grouped::grouped_absmax(format, n, k, source),
+                Method::GroupedSearch => grouped::grouped_search(format, n, k, source, SearchOptions::default()),
                 m @ Method::Fp8RowMaxabs => refuse(m),
             }
         }
         Category::RowScaledFloat => {
             let (n, k) = matrix(t, format)?;
             match method.unwrap_or(Method::Fp8RowMaxabs) {
-                Method::Fp8RowMaxabs => fp8_row::fp8_row_maxabs(format, n, k, t.source()),
+                Method::Fp8RowMaxabs => fp8_row::fp8_row_maxabs(format, n, k, source),
                 m => refuse(m),
             }
         }
@@ -574,22 +580,43 @@ fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result
     }
 }
 
-/// `quantize`: float tensors from `.npy` or safetensors into an artifact, with provenance.
-pub fn quantize(input: &Path, output: &Path, format: &str, method: Option<Method>) -> Result<bool, Error> {
-    let format: Format = format.parse()?;
-    let tensors = sources::read(input)?;
-    let source_file = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+/// What `quantize` converts and how: the target format and method, and the per-tensor rules.
+pub struct QuantizeArgs<'a> {
+    pub format: &'a str,
+    pub method: Option<Method>,
+    pub keep: &'a [String],
+    pub format_for: &'a [String],
+    pub vectors: Option<&'a str>,
+}
+
+/// `quantize`: a checkpoint (.npy, safetensors, or a safetensors index of shards) into an
+/// artifact: float matrices to the target format, the rest direct (see `encode::rules`), each
+/// tensor's provenance recorded.
+pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool, Error> {
+    let target: Format = args.format.parse()?;
+    let vectors = match (args.vectors, target) {
+        (Some(v), _) => v.parse()?,
+        (None, Format::Bf16 | Format::Fp32) => target,
+        (None, _) => Format::Fp32,
+    };
+    let rules = Rules::new(target, vectors, args.keep, args.format_for)?;
+    let tensors = sources::read_checkpoint(input)?;
     let mut writer = ArtifactWriter::new();
-    for t in &tensors {
-        let mut encoded = encode_one(t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", t.name)))?;
+    for (file, t) in &tensors {
+        let (format, why) = rules.choose(&t.name, t.is_float(), t.shape.len())?;
+        // The method belongs to the target format; tensors kept direct take none.
+        let method = if format == target { args.method } else { None };
+        let mut encoded =
+            encode_one(t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", clip(&t.name))))?;
         encoded.provenance = encoded
             .provenance
-            .with("source_file", source_file.clone())
+            .with("source_file", file.clone())
             .with("source_tensor", t.name.clone())
-            .with("source_dtype", t.dtype());
+            .with("source_dtype", t.dtype())
+            .with("rule", why);
         let desc = encoded.tensor.desc().clone();
         println!(
-            "{:<24} {:<22} {:?} {} bytes ({})",
+            "{:<32} {:<22} {:?} {} bytes ({}; {why})",
             t.name,
             desc.format,
             desc.shape,
@@ -607,9 +634,10 @@ pub fn quantize(input: &Path, output: &Path, format: &str, method: Option<Method
     writer.set_metadata(metadata);
     let written = writer.write(output)?;
     println!(
-        "wrote {} (artifact {}, {} payload bytes)",
+        "wrote {} (artifact {}, {} tensors, {} payload bytes)",
         output.display(),
         hex(&written.artifact_id),
+        tensors.len(),
         written.payload_bytes
     );
     Ok(true)
