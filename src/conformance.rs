@@ -527,3 +527,76 @@ pub async fn verify_tensor(gpu: &Gpu, name: &str, tensor: &EncodedTensor<'_>, rn
     }
     Ok(report)
 }
+
+/// One line of a conformance summary: every case of a (format, op, variant).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    pub format: &'static str,
+    pub op: &'static str,
+    pub variant: &'static str,
+    pub criterion: &'static str,
+    pub cases: usize,
+    pub passed: usize,
+    pub platform_deviations: usize,
+    pub failed: usize,
+    /// The largest `max_error` of its cases (ULPs for bounded dequant, error/bound for A32).
+    pub worst: f64,
+}
+
+/// Results grouped by (format, op, variant), in the order they first appear.
+pub fn summarize(results: &[CaseResult]) -> Vec<SummaryRow> {
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    for r in results {
+        let at = match rows.iter().position(|s| (s.format, s.op, s.variant) == (r.format, r.op, r.variant)) {
+            Some(i) => i,
+            None => {
+                rows.push(SummaryRow {
+                    format: r.format,
+                    op: r.op,
+                    variant: r.variant,
+                    criterion: r.criterion,
+                    cases: 0,
+                    passed: 0,
+                    platform_deviations: 0,
+                    failed: 0,
+                    worst: 0.0,
+                });
+                rows.len() - 1
+            }
+        };
+        let s = &mut rows[at];
+        s.cases += 1;
+        match r.verdict {
+            Verdict::Pass => s.passed += 1,
+            Verdict::PlatformDeviation => s.platform_deviations += 1,
+            Verdict::Fail => s.failed += 1,
+        }
+        s.worst = s.worst.max(r.max_error);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn summaries_count_every_case_once_under_its_format_op_and_variant() {
+        let case = |format, op, verdict, max_error| CaseResult {
+            verdict,
+            max_error,
+            ..blank(format, op, Variant::Workgroup, &[2, 3])
+        };
+        let results = [
+            case(Format::Bf16, Op::Dequant, Verdict::Pass, 0.0),
+            case(Format::Q4G64Fp16, Op::Matmul, Verdict::Pass, 0.25),
+            case(Format::Bf16, Op::Dequant, Verdict::Fail, 3.0),
+            case(Format::Q4G64Fp16, Op::Matmul, Verdict::PlatformDeviation, 0.5),
+        ];
+        let rows = summarize(&results);
+        assert_eq!(rows.len(), 2);
+        let (a, b) = (&rows[0], &rows[1]);
+        assert_eq!((a.format, a.op, a.cases, a.passed, a.failed, a.worst), ("bf16", "dequant", 2, 1, 1, 3.0));
+        assert_eq!((b.format, b.cases, b.passed, b.platform_deviations, b.worst), ("q4_g64_fp16", 2, 1, 1, 0.5));
+    }
+}

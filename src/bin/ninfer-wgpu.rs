@@ -58,6 +58,9 @@ enum Command {
         /// Add the large shapes (K >= 14336, N >= 4096).
         #[arg(long)]
         slow: bool,
+        /// One line per case as it runs, instead of the summary per format × op × variant.
+        #[arg(long)]
+        cases: bool,
         #[arg(long)]
         json: bool,
     },
@@ -293,22 +296,32 @@ fn run_conformance(
     formats: &[String],
     seed: Option<u64>,
     slow: bool,
+    per_case: bool,
     as_json: bool,
 ) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
     let gpu = open(args)?;
     let seed = seed.unwrap_or_else(Rng::seed_from_time);
     let tier = if slow { Tier::Slow } else { Tier::Fast };
+    let per_case = per_case && !as_json;
     if !as_json {
         println!("conformance on {}", gpu.platform().summary());
         println!("seed {seed} (replay with --seed {seed})");
+    }
+    if per_case {
         println!(
             "{:<22} {:<10} {:<10} {:<14} {:<16} {:<18} {:>10}  detail",
             "format", "op", "variant", "shape", "criterion", "verdict", "max error"
         );
     }
+    // A spinner on a terminal while the summary is being gathered (hidden off a TTY).
+    let spinner = indicatif::ProgressBar::new_spinner();
     let results = block_on(conformance::run(&gpu, &formats, seed, tier, |r| {
-        if !as_json {
+        if !per_case {
+            spinner.set_message(format!("{} {} {}", r.format, r.op, r.variant));
+            spinner.tick();
+        }
+        if per_case {
             let op = match r.op {
                 "matmul" => format!("matmul×{}", r.columns),
                 op => op.to_string(),
@@ -326,9 +339,25 @@ fn run_conformance(
             );
         }
     }));
+    spinner.finish_and_clear();
     let failed = results.iter().filter(|r| r.verdict == Verdict::Fail).count();
     let deviations = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).count();
     let passed = results.len() - failed - deviations;
+    if !as_json && !per_case {
+        println!(
+            "{:<22} {:<8} {:<10} {:<16} {:>6} {:>6} {:>10} {:>6} {:>11}",
+            "format", "op", "variant", "criterion", "cases", "pass", "deviation", "fail", "worst"
+        );
+        for s in conformance::summarize(&results) {
+            println!(
+                "{:<22} {:<8} {:<10} {:<16} {:>6} {:>6} {:>10} {:>6} {:>11.3e}",
+                s.format, s.op, s.variant, s.criterion, s.cases, s.passed, s.platform_deviations, s.failed, s.worst
+            );
+        }
+        for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
+            println!("{:?}: {} {} {} {:?}: {}", r.verdict, r.format, r.op, r.variant, r.shape, r.detail);
+        }
+    }
     if as_json {
         json(
             &serde_json::json!({ "platform": gpu.platform(), "seed": seed, "results": results, "passed": passed, "failed": failed, "platform_deviations": deviations }),
@@ -464,7 +493,9 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Devices { json } => devices(json),
         Command::Capabilities { gpu, json } => capabilities(&gpu, json),
-        Command::Conformance { gpu, formats, seed, slow, json } => run_conformance(&gpu, &formats, seed, slow, json),
+        Command::Conformance { gpu, formats, seed, slow, cases, json } => {
+            run_conformance(&gpu, &formats, seed, slow, cases, json)
+        }
         Command::Bench { gpu, formats, shape, columns, ops, json } => {
             run_bench(&gpu, &formats, shape, &columns, &ops, json)
         }
