@@ -580,6 +580,17 @@ fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result
     }
 }
 
+/// The metadata every artifact this CLI writes carries: its name (the output's stem) and the
+/// producing command.
+fn produced(output: &Path, command: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut metadata = serde_json::Map::new();
+    if let Some(stem) = output.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty()) {
+        metadata.insert("name".into(), json!(stem));
+    }
+    metadata.insert("producer".into(), json!(format!("ninfer-wgpu {} {command}", env!("CARGO_PKG_VERSION"))));
+    metadata
+}
+
 /// What `quantize` converts and how: the target format and method, and the per-tensor rules.
 pub struct QuantizeArgs<'a> {
     pub format: &'a str,
@@ -626,11 +637,7 @@ pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool
         writer.add_encoded(t.name.clone(), encoded)?;
         writer.bind(t.name.clone(), Binding::Object(t.name.clone()));
     }
-    let mut metadata = serde_json::Map::new();
-    if let Some(stem) = output.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty()) {
-        metadata.insert("name".into(), json!(stem));
-    }
-    metadata.insert("producer".into(), json!(concat!("ninfer-wgpu ", env!("CARGO_PKG_VERSION"), " quantize")));
+    let metadata = produced(output, "quantize");
     writer.set_metadata(metadata);
     let written = writer.write(output)?;
     println!(
@@ -647,11 +654,7 @@ pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool
 pub fn import(input: &Path, output: &Path, skip_unsupported: bool) -> Result<bool, Error> {
     let file = GgufFile::open(input)?;
     let mut imported = ninfer_wgpu::container::import::from_gguf(&file, skip_unsupported)?;
-    let mut metadata = serde_json::Map::new();
-    if let Some(stem) = output.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty()) {
-        metadata.insert("name".into(), json!(stem));
-    }
-    metadata.insert("producer".into(), json!(concat!("ninfer-wgpu ", env!("CARGO_PKG_VERSION"), " import")));
+    let mut metadata = produced(output, "import");
     metadata.insert(
         "source_file".into(),
         json!(input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
