@@ -19,6 +19,7 @@ pub mod layout;
 pub mod native;
 pub mod numeric;
 pub mod oracle;
+pub mod report;
 pub mod tensor;
 pub mod testgen;
 pub mod words;

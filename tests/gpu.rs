@@ -3,6 +3,13 @@
 //! the adapters it installs in `NINFER_WGPU_EXPECT` (comma-separated selectors). The library is
 //! async; these tests wait on it with `native::block_on`.
 
+#[path = "support/safetensors.rs"]
+mod safetensors;
+#[path = "support/temp_dir.rs"]
+mod temp_dir;
+#[path = "gpu/workflow.rs"]
+mod workflow;
+
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
 use ninfer_wgpu::gpu::plan::Request;
 use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Variant};
@@ -548,59 +555,4 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("18446744073709551615") && err.contains("own"), "{err}");
-}
-
-#[test]
-fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
-    use ninfer_wgpu::container::Artifact;
-    use ninfer_wgpu::gguf::reader::GgufFile;
-    let selectors = selectors();
-    if selectors.is_empty() {
-        assert!(!ci(), "CI=true but no GPU adapter was found");
-        return;
-    }
-    // A GGUF of every type, written by llama.cpp's own `gguf` package.
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-import");
-    let _ = std::fs::remove_dir_all(&dir);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
-    let made = std::process::Command::new("python3").arg(script).arg(&dir).arg("11").status();
-    if !made.is_ok_and(|s| s.success()) {
-        assert!(!ci(), "CI=true but the gguf fixture generator failed");
-        return;
-    }
-    let gguf = dir.join("fixture.gguf");
-    let imported = dir.join("imported.ninfer");
-    let bin = env!("CARGO_BIN_EXE_ninfer-wgpu");
-    let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().unwrap();
-    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let refused = run(&["import", &path(&gguf), &path(&imported)]);
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(refused.status.code() == Some(2) && err.contains("q4_1") && err.contains("--skip-unsupported"), "{err}");
-    let out = run(&["import", &path(&gguf), &path(&imported), "--skip-unsupported"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    // Every registered tensor's bytes, unchanged, under its GGUF name.
-    let (g, a) = (GgufFile::open(&gguf).unwrap(), Artifact::open(&imported).unwrap());
-    let mut count = 0;
-    for name in g.tensors.iter().filter_map(|t| g.tensor(&t.name).ok().map(|_| t.name.clone())) {
-        let (x, y) = (g.tensor(&name).unwrap(), a.tensor(&name).unwrap());
-        assert_eq!((x.desc(), x.payload()), (y.desc(), y.payload()), "{name}");
-        count += 1;
-    }
-    assert!(count >= 20, "{count} tensors imported");
-    let gguf_meta = a.root().metadata.as_ref().unwrap().member("gguf").unwrap();
-    assert_eq!(gguf_meta["test.string"], "ninfer ✓");
-    for selector in &selectors {
-        for file in [&gguf, &imported] {
-            let out = run(&["verify", &path(file), "--adapter", selector, "--json"]);
-            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .unwrap_or_else(|e| panic!("{selector}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-            assert!(out.status.success() && report["failed"] == 0, "{selector} {}: {report}", file.display());
-            let tensors = report["tensors"].as_array().unwrap();
-            assert_eq!(tensors.len(), count, "{selector}: every tensor verified");
-            for t in tensors {
-                let ran = t["report"]["results"].as_array().map_or(0, Vec::len);
-                assert_eq!(ran, 3, "{selector}: dequant, matmul and gather ran for {}", t["name"]);
-            }
-        }
-    }
 }

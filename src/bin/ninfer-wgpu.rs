@@ -5,18 +5,19 @@
 // A sibling module file: a plain `src/bin/files.rs` would be auto-discovered as a second binary.
 #[path = "ninfer-wgpu/files.rs"]
 mod files;
+#[path = "ninfer-wgpu/progress.rs"]
+mod progress;
 #[path = "ninfer-wgpu/verify.rs"]
 mod verify;
 
 use clap::{Parser, Subcommand};
 use ninfer_wgpu::args::{parse_formats, parse_ops, parse_shape};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
-use ninfer_wgpu::conformance::{self, Tier, Verdict};
+use ninfer_wgpu::conformance::{self, Tier};
 use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op, MAX_COLUMNS};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::Rng;
-use ninfer_wgpu::{Error, Format};
-use std::io::Write;
+use ninfer_wgpu::{report, Error, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -61,6 +62,12 @@ enum Command {
         /// One line per case as it runs, instead of the summary per format × op × variant.
         #[arg(long)]
         cases: bool,
+        /// Also write a self-contained HTML report (device facts, summary, deviations, chart).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
+        /// Compare two saved `--json` reports instead of running; exits 1 when a verdict differs.
+        #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["formats", "slow", "cases", "report"])]
+        compare: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -80,6 +87,9 @@ enum Command {
         /// Ops to time, comma-separated: dequant, matmul, gather (default: all).
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
+        /// Also draw GB/s and the copy-bandwidth ratio per format as an SVG chart.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -158,6 +168,9 @@ enum Command {
         /// Random seed for activations and rows (default: from the clock; always printed).
         #[arg(long)]
         seed: Option<u64>,
+        /// Also write a self-contained HTML report (device facts, per-tensor table, chart).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -298,6 +311,7 @@ fn run_conformance(
     slow: bool,
     per_case: bool,
     as_json: bool,
+    html: Option<&std::path::Path>,
 ) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
     let gpu = open(args)?;
@@ -322,7 +336,7 @@ fn run_conformance(
             spinner.tick();
         }
         if per_case {
-            let op = match r.op {
+            let op = match r.op.as_str() {
                 "matmul" => format!("matmul×{}", r.columns),
                 op => op.to_string(),
             };
@@ -340,45 +354,90 @@ fn run_conformance(
         }
     }));
     spinner.finish_and_clear();
-    let failed = results.iter().filter(|r| r.verdict == Verdict::Fail).count();
-    let deviations = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).count();
-    let passed = results.len() - failed - deviations;
-    if !as_json && !per_case {
+    let report = conformance::Report::new(gpu.platform(), seed, &formats, results);
+    if let Some(path) = html {
+        write_text(path, &report::conformance_html(&report))?;
+        eprintln!("report written to {}", path.display());
+    }
+    if as_json {
+        json(&report)?;
+        return Ok(report.failed == 0);
+    }
+    if !per_case {
         println!(
             "{:<22} {:<8} {:<10} {:<16} {:>6} {:>6} {:>10} {:>6} {:>11}",
-            "format", "op", "variant", "criterion", "cases", "pass", "deviation", "fail", "worst"
+            "format", "op", "variant", "criterion", "cases", "pass", "deviation", "fail", "worst/bound"
         );
-        for s in conformance::summarize(&results) {
+        for s in &report.summary {
             println!(
                 "{:<22} {:<8} {:<10} {:<16} {:>6} {:>6} {:>10} {:>6} {:>11.3e}",
-                s.format, s.op, s.variant, s.criterion, s.cases, s.passed, s.platform_deviations, s.failed, s.worst
+                s.format,
+                s.op,
+                s.variant,
+                s.criterion,
+                s.cases,
+                s.passed,
+                s.platform_deviations,
+                s.failed,
+                s.worst_of_bound
             );
         }
-        for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
+        for r in report.exceptions() {
             println!("{:?}: {} {} {} {:?}: {}", r.verdict, r.format, r.op, r.variant, r.shape, r.detail);
         }
     }
-    if as_json {
-        json(
-            &serde_json::json!({ "platform": gpu.platform(), "seed": seed, "results": results, "passed": passed, "failed": failed, "platform_deviations": deviations }),
-        )?;
-    } else {
-        let skipped: Vec<String> = capability::table(Some(gpu.platform()))
-            .into_iter()
-            .filter(|r| formats.iter().any(|f| f.name() == r.format))
-            .filter_map(|r| match r.status {
-                capability::Status::Unsupported(reason) => {
-                    Some(format!("  {} {} {}: {reason}", r.format, r.op, r.variant))
-                }
-                capability::Status::Supported => None,
-            })
-            .collect();
-        if !skipped.is_empty() {
-            println!("not run (capability table):\n{}", skipped.join("\n"));
+    if !report.not_run.is_empty() {
+        println!("not run (capability table):");
+        for n in &report.not_run {
+            println!("  {} {} {}: {}", n.format, n.op, n.variant, n.reason);
         }
-        println!("{passed} passed, {failed} failed, {deviations} platform deviations (seed {seed})");
     }
-    Ok(failed == 0)
+    println!("{}", report.summary_line());
+    Ok(report.failed == 0)
+}
+
+/// Writes a whole text file (an HTML report, an SVG chart).
+fn write_text(path: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+}
+
+/// Reads a saved `conformance --json` report.
+fn read_report(path: &std::path::Path) -> Result<conformance::Report, Error> {
+    let text = ninfer_wgpu::files::read_at_most(path, 256 << 20, "a conformance report")?;
+    serde_json::from_slice(&text)
+        .map_err(|e| Error::Io(format!("{}: not a `conformance --json` report: {e}", path.display())))
+}
+
+/// `conformance --compare A B`: where two saved reports differ. Exits 1 when a verdict differs.
+fn compare_reports(a: &std::path::Path, b: &std::path::Path, as_json: bool) -> Result<bool, Error> {
+    let (ra, rb) = (read_report(a)?, read_report(b)?);
+    let diffs = conformance::compare(&ra, &rb);
+    let verdicts = diffs.iter().filter(|d| d.verdicts_differ).count();
+    if as_json {
+        json(&serde_json::json!({ "a": ra.platform, "b": rb.platform, "differences": diffs }))?;
+        return Ok(verdicts == 0);
+    }
+    println!("A: {} — {} ({})", a.display(), ra.platform.summary(), ra.summary_line());
+    println!("B: {} — {} ({})", b.display(), rb.platform.summary(), rb.summary_line());
+    if ra.seed != rb.seed {
+        println!("note: different seeds, so different random inputs; error sizes compare only roughly");
+    }
+    let cell = |s: &Option<conformance::SummaryRow>| match s {
+        Some(s) => format!("{:?} {}/{} {:.3}", s.verdict(), s.passed, s.cases, s.worst_of_bound),
+        None => "not run".to_string(),
+    };
+    if !diffs.is_empty() {
+        println!("{:<22} {:<8} {:<10} {:<30} {:<30} difference", "format", "op", "variant", "A", "B");
+    }
+    for d in &diffs {
+        println!("{:<22} {:<8} {:<10} {:<30} {:<30} {}", d.format, d.op, d.variant, cell(&d.a), cell(&d.b), d.what);
+    }
+    println!(
+        "{} rows compared, {verdicts} verdicts differ, {} error sizes differ",
+        ra.summary.len().max(rb.summary.len()),
+        diffs.len() - verdicts
+    );
+    Ok(verdicts == 0)
 }
 
 fn run_bench(
@@ -388,6 +447,7 @@ fn run_bench(
     columns: &[usize],
     ops: &[String],
     as_json: bool,
+    plot: Option<&std::path::Path>,
 ) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
     let ops = parse_ops(ops)?;
@@ -419,15 +479,20 @@ fn run_bench(
     }
     let mut rows: Vec<BenchRow> = Vec::new();
     let mut skipped = Vec::new();
-    for (i, &(format, op, j, (n, k))) in cases.iter().enumerate() {
-        eprint!("\r\x1b[2K[{}/{}] {format} {}×{j} {n}x{k}", i + 1, cases.len(), op.name());
-        let _ = std::io::stderr().flush();
+    let bar = progress::bar(cases.len() as u64, "timing {pos}/{len} {bar:30} {msg}");
+    for &(format, op, j, (n, k)) in &cases {
+        bar.set_message(format!("{format} {}×{j} {n}x{k}", op.name()));
         match bench::bench_case(&gpu, format, op, j, (n, k), copy, timing, &mut rng) {
             Ok(r) => rows.push(r),
             Err(e) => skipped.push(format!("{format} {}×{j} {n}x{k}: {e}", op.name())),
         }
+        bar.inc(1);
     }
-    eprintln!("\r\x1b[2Kdone");
+    bar.finish_and_clear();
+    if let Some(path) = plot {
+        write_text(path, &report::bench_svg(&rows, copy, &gpu.platform().name)?)?;
+        eprintln!("chart written to {}", path.display());
+    }
     if as_json {
         json(
             &serde_json::json!({ "platform": gpu.platform(), "copy_gb_per_s": copy, "rows": rows, "skipped": skipped }),
@@ -493,11 +558,12 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Devices { json } => devices(json),
         Command::Capabilities { gpu, json } => capabilities(&gpu, json),
-        Command::Conformance { gpu, formats, seed, slow, cases, json } => {
-            run_conformance(&gpu, &formats, seed, slow, cases, json)
-        }
-        Command::Bench { gpu, formats, shape, columns, ops, json } => {
-            run_bench(&gpu, &formats, shape, &columns, &ops, json)
+        Command::Conformance { gpu, formats, seed, slow, cases, report, compare, json } => match &compare[..] {
+            [a, b] => compare_reports(a, b, json),
+            _ => run_conformance(&gpu, &formats, seed, slow, cases, json, report.as_deref()),
+        },
+        Command::Bench { gpu, formats, shape, columns, ops, plot, json } => {
+            run_bench(&gpu, &formats, shape, &columns, &ops, json, plot.as_deref())
         }
         Command::Formats { json } => formats(json),
         Command::Inspect { file, json, gpu } => files::inspect(&file, gpu.options(), json),
@@ -520,7 +586,9 @@ fn main() -> ExitCode {
             };
             files::quantize(&input, &output, &args)
         }
-        Command::Verify { file, gpu, seed, json } => verify::verify(&file, gpu.options(), seed, json),
+        Command::Verify { file, gpu, seed, report, json } => {
+            verify::verify(&file, gpu.options(), seed, verify::Outputs { json, html: report.as_deref() })
+        }
         Command::Import { input, output, skip_unsupported } => files::import(&input, &output, skip_unsupported),
     };
     match outcome {

@@ -2,12 +2,14 @@
 //!
 //! - `.npy` (NumPy's format, versions 1–3): `\x93NUMPY`, a version, a header length, a Python
 //!   dict literal `{'descr': '<f4', 'fortran_order': False, 'shape': (N, K), }`, then the data.
-//!   Little-endian f32 (`<f4`) and f16 (`<f2`), C order.
+//!   Little-endian f32, f16, i32 and i64 (`<f4`, `<f2`, `<i4`, `<i8`), C order.
 //! - safetensors: a u64 LE header length, a JSON header `{name: {dtype, shape, data_offsets}}`,
-//!   then the data. F32, F16 and BF16.
+//!   then the data. F32, F16, BF16, I32 and I64.
 //!
-//! Both are parsed by hand (they are tiny) with every length checked against the file, so a bad
-//! input is an error, never a panic or an oversized allocation.
+//! npy headers are parsed by hand (they are tiny), safetensors by its crate, with every length
+//! checked against the file, so a bad input is an error, never a panic or an oversized
+//! allocation. A whole checkpoint (one file or an index of shards) opens as a [`Checkpoint`]:
+//! mapped and indexed up front, each tensor read only when it is converted.
 
 use crate::encode::Source;
 use crate::error::{clip, Error, Result};
@@ -98,59 +100,6 @@ fn bad(kind: &str, detail: impl std::fmt::Display) -> Error {
 
 const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 
-/// Reads a checkpoint: `.npy`, a safetensors file, or a safetensors index (`*.json` whose
-/// `weight_map` names each tensor's shard, beside it). Returns (file name, tensor) pairs; a
-/// tensor in two shards, or one the index lists but no shard holds, is an error.
-pub fn read_checkpoint(path: &Path) -> Result<Vec<(String, FloatTensor)>> {
-    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if path.extension().is_none_or(|e| e != "json") {
-        return Ok(read(path)?.into_iter().map(|t| (name(path), t)).collect());
-    }
-    let text = crate::files::read_at_most(path, 64 << 20, "a safetensors index")?;
-    let index: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| bad("safetensors index", format!("{}: {e}", path.display())))?;
-    let map = index
-        .get("weight_map")
-        .and_then(|m| m.as_object())
-        .ok_or_else(|| bad("safetensors index", format!("{}: no weight_map object", path.display())))?;
-    let mut shards: Vec<&str> = Vec::new();
-    for file in map.values() {
-        let file = file.as_str().ok_or_else(|| bad("safetensors index", "weight_map values are file names"))?;
-        if file.contains(['/', '\\']) || file == ".." {
-            return Err(bad("safetensors index", format!("shard {} is not a sibling file name", clip(file))));
-        }
-        if !shards.contains(&file) {
-            shards.push(file);
-        }
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut out: Vec<(String, FloatTensor)> = Vec::new();
-    let mut seen = std::collections::HashMap::new();
-    for shard in shards {
-        for t in read(&dir.join(shard))? {
-            if let Some(other) = seen.insert(t.name.clone(), shard) {
-                return Err(bad("safetensors index", format!("{} is in {other} and in {shard}", clip(&t.name))));
-            }
-            out.push((shard.to_string(), t));
-        }
-    }
-    if let Some(missing) = map.keys().find(|k| !seen.contains_key(k.as_str())) {
-        return Err(bad("safetensors index", format!("{} is listed but no shard holds it", clip(missing))));
-    }
-    Ok(out)
-}
-
-/// Reads `.npy` or safetensors, recognised by content (npy's magic), not by extension.
-pub fn read(path: &Path) -> Result<Vec<FloatTensor>> {
-    // Mapped, not read: the size is the file's own, whatever a header claims.
-    let bytes = crate::files::map_regular(path)?;
-    if bytes.starts_with(NPY_MAGIC) {
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tensor".into());
-        return Ok(vec![parse_npy(&bytes, &name)?]);
-    }
-    parse_safetensors(&bytes)
-}
-
 fn elements(kind: &str, shape: &[usize]) -> Result<usize> {
     shape
         .iter()
@@ -182,6 +131,11 @@ fn typed(kind: &str, dtype: &str, data: &[u8], count: usize) -> Result<FloatData
 
 /// Parses a `.npy` file.
 pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
+    index_npy(bytes, name)?.read(bytes)
+}
+
+/// Where a `.npy` file's one tensor lies, its header checked and its data length exact.
+fn index_npy(bytes: &[u8], name: &str) -> Result<Stored> {
     const KIND: &str = "npy";
     if !bytes.starts_with(NPY_MAGIC) {
         return Err(bad(KIND, "no \\x93NUMPY magic"));
@@ -218,9 +172,8 @@ pub fn parse_npy(bytes: &[u8], name: &str) -> Result<FloatTensor> {
     if dict.fortran_order {
         return Err(bad(KIND, "fortran_order is True: only C order is read"));
     }
-    let count = elements(KIND, &dict.shape)?;
-    let data = typed(KIND, dtype, &bytes[header_end..], count)?;
-    Ok(FloatTensor { name: name.to_owned(), shape: dict.shape, data })
+    let stored = Stored::new(KIND, name.to_owned(), dtype, dict.shape, header_end..bytes.len())?;
+    Ok(stored)
 }
 
 /// The three keys of an npy header.
@@ -342,6 +295,12 @@ impl Cursor<'_> {
 /// name. The header is first read as strict JSON, because a map deserializer keeps the last of
 /// two equal keys and the crate's would too.
 pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
+    index_safetensors(bytes)?.iter().map(|t| t.read(bytes)).collect()
+}
+
+/// Where each tensor of a safetensors file lies (checked as [`parse_safetensors`] says), sorted
+/// by name, without reading any data.
+fn index_safetensors(bytes: &[u8]) -> Result<Vec<Stored>> {
     const KIND: &str = "safetensors";
     let n = bytes
         .get(..8)
@@ -368,13 +327,210 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<FloatTensor>> {
                 return Err(bad(KIND, format!("{}: dtype {d}: only F32, F16, BF16, I32 and I64 are read", clip(&name))))
             }
         };
-        let shape = view.shape().to_vec();
-        let count = elements(KIND, &shape)?;
-        let data = typed(&format!("{KIND}: {}", clip(&name)), dtype, view.data(), count)?;
-        out.push(FloatTensor { name, shape, data });
+        // The view borrows `bytes`; its place in them is what is kept.
+        let start = view.data().as_ptr() as usize - bytes.as_ptr() as usize;
+        let range = start..start + view.data().len();
+        let kind = format!("{KIND}: {}", clip(&name));
+        out.push(Stored::new(&kind, name, dtype, view.shape().to_vec(), range)?);
     }
     if out.is_empty() {
         return Err(bad(KIND, "no tensors"));
     }
     Ok(out)
+}
+
+/// One tensor of a checkpoint file, located but not read: its data length already checked
+/// against the shape, so reading it cannot fail on size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub name: String,
+    pub dtype: &'static str,
+    pub shape: Vec<usize>,
+    data: std::ops::Range<usize>,
+}
+
+impl Stored {
+    fn new(
+        kind: &str,
+        name: String,
+        dtype: &'static str,
+        shape: Vec<usize>,
+        data: std::ops::Range<usize>,
+    ) -> Result<Stored> {
+        let count = elements(kind, &shape)?;
+        let width = match dtype {
+            "f16" | "bf16" => 2,
+            "f32" | "i32" => 4,
+            "i64" => 8,
+            other => return Err(bad(kind, format!("dtype {other} is not f32, f16, bf16, i32 or i64"))),
+        };
+        if Some(data.len()) != count.checked_mul(width) {
+            return Err(bad(
+                kind,
+                format!(
+                    "{count} elements of {width} bytes need {} data bytes, found {}",
+                    count.saturating_mul(width),
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Stored { name, dtype, shape, data })
+    }
+
+    /// Float values (converted by the target's method), not integers (kept as int32).
+    pub fn is_float(&self) -> bool {
+        matches!(self.dtype, "f32" | "f16" | "bf16")
+    }
+
+    /// Bytes of stored data.
+    pub fn data_bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Reads the values out of the file's `bytes` (the ones it was indexed from).
+    pub fn read(&self, bytes: &[u8]) -> Result<FloatTensor> {
+        let data = bytes
+            .get(self.data.clone())
+            .ok_or_else(|| bad("checkpoint", format!("{}: data outside the file", clip(&self.name))))?;
+        self.values(data)
+    }
+
+    /// Reads the values from `file` (the one it was indexed from) at its offset.
+    fn read_from(&self, file: &std::fs::File, path: &str) -> Result<FloatTensor> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut data = Vec::new();
+        data.try_reserve_exact(self.data.len())
+            .map_err(|_| bad("checkpoint", format!("{}: no memory for {} bytes", clip(&self.name), self.data.len())))?;
+        let mut f = file;
+        f.seek(SeekFrom::Start(self.data.start as u64))
+            .and_then(|_| f.take(self.data.len() as u64).read_to_end(&mut data))
+            .map_err(|e| bad("checkpoint", format!("{path}: {e}")))?;
+        self.values(&data)
+    }
+
+    fn values(&self, data: &[u8]) -> Result<FloatTensor> {
+        let count = elements("checkpoint", &self.shape)?;
+        // A file shortened since it was indexed reads short; `typed` then refuses the length.
+        let data = typed(&clip(&self.name), self.dtype, data, count)?;
+        Ok(FloatTensor { name: self.name.clone(), shape: self.shape.clone(), data })
+    }
+}
+
+/// A checkpoint opened for streaming: every file indexed (through a memory map dropped after)
+/// and every tensor located and checked, none read. [`Checkpoint::read`] reads one tensor with
+/// ordinary file reads, so converting a model holds one tensor's values, not the file's, and
+/// the input's pages are the OS's cache rather than the process's memory.
+pub struct Checkpoint {
+    files: Vec<(String, std::fs::File)>,
+    /// (file index, tensor), in the order they are converted.
+    tensors: Vec<(usize, Stored)>,
+}
+
+impl Checkpoint {
+    /// Opens `.npy`, a safetensors file, or a safetensors index (`*.json` whose `weight_map`
+    /// names each tensor's shard, beside it). A tensor in two shards, or one the index lists
+    /// but no shard holds, is an error.
+    pub fn open(path: &Path) -> Result<Checkpoint> {
+        let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if path.extension().is_none_or(|e| e != "json") {
+            let (file, tensors) = open_indexed(path)?;
+            return Ok(Checkpoint {
+                files: vec![(name(path), file)],
+                tensors: tensors.into_iter().map(|t| (0, t)).collect(),
+            });
+        }
+        let shards = shard_names(path)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut files = Vec::new();
+        let mut tensors = Vec::new();
+        let mut seen = std::collections::HashMap::new();
+        for (i, shard) in shards.files.iter().enumerate() {
+            let (file, indexed) = open_indexed(&dir.join(shard))?;
+            for t in indexed {
+                if let Some(other) = seen.insert(t.name.clone(), i) {
+                    return Err(bad(
+                        "safetensors index",
+                        format!("{} is in {} and in {shard}", clip(&t.name), shards.files[other]),
+                    ));
+                }
+                tensors.push((i, t));
+            }
+            files.push((shard.clone(), file));
+        }
+        if let Some(missing) = shards.listed.iter().find(|k| !seen.contains_key(k.as_str())) {
+            return Err(bad("safetensors index", format!("{} is listed but no shard holds it", clip(missing))));
+        }
+        Ok(Checkpoint { files, tensors })
+    }
+
+    /// The tensors with the file each is in, in conversion order.
+    pub fn tensors(&self) -> impl Iterator<Item = (&str, &Stored)> {
+        self.tensors.iter().map(|(f, t)| (self.files[*f].0.as_str(), t))
+    }
+
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// Bytes of stored tensor data over every file.
+    pub fn data_bytes(&self) -> u64 {
+        self.tensors.iter().map(|(_, t)| t.data_bytes() as u64).sum()
+    }
+
+    /// Reads tensor `i` (in [`Checkpoint::tensors`] order): its file's name and its values.
+    pub fn read(&self, i: usize) -> Result<(&str, FloatTensor)> {
+        let (f, t) = self.tensors.get(i).ok_or_else(|| bad("checkpoint", format!("no tensor {i}")))?;
+        let (name, file) = &self.files[*f];
+        Ok((name.as_str(), t.read_from(file, name)?))
+    }
+}
+
+/// A regular file, opened, with its tensors indexed through a map that is dropped after.
+fn open_indexed(path: &Path) -> Result<(std::fs::File, Vec<Stored>)> {
+    let file = crate::files::open_regular(path)?;
+    // SAFETY: read-only map of a file we hold open; see `files::map_regular`.
+    let map =
+        unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io(format!("mapping {}: {e}", path.display())))?;
+    let tensors = index(&map, path)?;
+    Ok((file, tensors))
+}
+
+/// `.npy` or safetensors, recognised by content (npy's magic), not by extension.
+fn index(bytes: &[u8], path: &Path) -> Result<Vec<Stored>> {
+    if bytes.starts_with(NPY_MAGIC) {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tensor".into());
+        return Ok(vec![index_npy(bytes, &name)?]);
+    }
+    index_safetensors(bytes)
+}
+
+/// A safetensors index: its shard files (each once, in first-listed order) and listed tensors.
+struct Shards {
+    files: Vec<String>,
+    listed: Vec<String>,
+}
+
+fn shard_names(path: &Path) -> Result<Shards> {
+    let text = crate::files::read_at_most(path, 64 << 20, "a safetensors index")?;
+    let index: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| bad("safetensors index", format!("{}: {e}", path.display())))?;
+    let map = index
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| bad("safetensors index", format!("{}: no weight_map object", path.display())))?;
+    let mut files: Vec<String> = Vec::new();
+    for file in map.values() {
+        let file = file.as_str().ok_or_else(|| bad("safetensors index", "weight_map values are file names"))?;
+        if file.contains(['/', '\\']) || file == ".." {
+            return Err(bad("safetensors index", format!("shard {} is not a sibling file name", clip(file))));
+        }
+        if !files.iter().any(|f| f == file) {
+            files.push(file.to_string());
+        }
+    }
+    Ok(Shards { files, listed: map.keys().cloned().collect() })
 }

@@ -19,17 +19,49 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// An object's bytes: held (borrowed where the caller's are), or already in the spool file.
+enum Payload<'a> {
+    Held(Cow<'a, [u8]>),
+    Spooled { at: u64, len: u64 },
+}
+
+impl Payload<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Payload::Held(b) => b.len() as u64,
+            Payload::Spooled { len, .. } => *len,
+        }
+    }
+}
+
 /// An object waiting to be written.
 struct Pending<'a> {
     id: String,
     kind: ObjectKind,
-    payload: Cow<'a, [u8]>,
+    payload: Payload<'a>,
 }
 
-/// Builds an artifact in memory (payloads borrowed where the caller's are) and writes it.
+/// A temporary file beside the output that converted payloads go to as they are made, so a
+/// writer converting a model holds one tensor at a time. Removed when the writer is dropped.
+struct Spool {
+    path: PathBuf,
+    file: File,
+    len: u64,
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Builds an artifact (payloads held in memory, or spooled to disk as they are added) and
+/// writes it. The JSON comes first in the file and names every object's size and provenance,
+/// so nothing can be written in place before the last object is known.
 #[derive(Default)]
 pub struct ArtifactWriter<'a> {
     objects: Vec<Pending<'a>>,
+    spool: Option<Spool>,
     bindings: BTreeMap<String, Binding>,
     uses: Vec<Use>,
     components: BTreeMap<String, Component>,
@@ -73,23 +105,50 @@ impl<'a> ArtifactWriter<'a> {
         self
     }
 
-    /// Adds a tensor; its payload is written exactly as stored.
-    pub fn add_tensor(&mut self, id: impl Into<String>, tensor: EncodedTensor<'a>) {
-        let (desc, payload) = tensor.into_parts();
-        let kind = ObjectKind::Tensor {
+    /// Spools every payload added by [`ArtifactWriter::add_encoded`] to a temporary file in
+    /// `dir` (the output's directory: same disk, and renamed outputs stay on one file system)
+    /// instead of holding it; the file is removed when the writer is dropped.
+    pub fn spool_in(mut self, dir: &Path) -> Result<Self> {
+        let path = dir.join(format!(".ninfer-spool-{}", hex(&random_id()?)));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| io(&path, e))?;
+        self.spool = Some(Spool { path, file, len: 0 });
+        Ok(self)
+    }
+
+    fn tensor_kind(desc: crate::tensor::TensorDesc) -> ObjectKind {
+        ObjectKind::Tensor {
             format: desc.format.name().to_owned(),
             layout: desc.layout.name().to_owned(),
             shape: desc.shape,
             divisors: desc.divisors,
-        };
-        self.objects.push(Pending { id: id.into(), kind, payload });
+        }
     }
 
-    /// Adds a conversion method's output and records its provenance under the object's id.
+    /// Adds a tensor; its payload is written exactly as stored (held until [`Self::write`]).
+    pub fn add_tensor(&mut self, id: impl Into<String>, tensor: EncodedTensor<'a>) {
+        let (desc, payload) = tensor.into_parts();
+        self.objects.push(Pending { id: id.into(), kind: Self::tensor_kind(desc), payload: Payload::Held(payload) });
+    }
+
+    /// Adds a conversion method's output and records its provenance under the object's id;
+    /// with a spool the payload goes to disk now and is not held.
     pub fn add_encoded(&mut self, id: impl Into<String>, encoded: Encoded) -> Result<()> {
         let id = id.into();
         self.set_provenance(&id, &encoded.provenance)?;
-        self.add_tensor(id, encoded.tensor);
+        let Some(spool) = self.spool.as_mut() else {
+            self.add_tensor(id, encoded.tensor);
+            return Ok(());
+        };
+        let (desc, payload) = encoded.tensor.into_parts();
+        (&spool.file).write_all(&payload).map_err(|e| io(&spool.path, e))?;
+        let (at, len) = (spool.len, payload.len() as u64);
+        spool.len += len;
+        self.objects.push(Pending { id, kind: Self::tensor_kind(desc), payload: Payload::Spooled { at, len } });
         Ok(())
     }
 
@@ -98,7 +157,7 @@ impl<'a> ArtifactWriter<'a> {
         self.objects.push(Pending {
             id: id.into(),
             kind: ObjectKind::Resource { encoding: "raw_bytes_v1".into() },
-            payload: bytes.into(),
+            payload: Payload::Held(bytes.into()),
         });
     }
 
@@ -138,7 +197,7 @@ impl<'a> ArtifactWriter<'a> {
             // Tensors must start on 256 bytes; resources may sit anywhere, but aligning them too
             // costs under 256 bytes each and lets a consumer bind any object directly.
             let offset = align_up(at, TENSOR_ALIGN).ok_or_else(|| Error::Io("payload size overflows u64".into()))?;
-            let bytes = p.payload.len() as u64;
+            let bytes = p.payload.len();
             at = offset.checked_add(bytes).ok_or_else(|| Error::Io("payload size overflows u64".into()))?;
             entries.push(ObjectEntry { id: p.id.clone(), offset, bytes, kind: p.kind.clone() });
         }
@@ -148,6 +207,11 @@ impl<'a> ArtifactWriter<'a> {
     /// Writes `path` (the entry) and its parts. The JSON is checked by the reader's own rules
     /// before any file is created, so what is written opens.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<Written> {
+        self.write_with_progress(path, &mut |_, _| {})
+    }
+
+    /// [`Self::write`], calling `progress(bytes written, total)` as the payload goes out.
+    pub fn write_with_progress(&self, path: impl AsRef<Path>, progress: &mut dyn FnMut(u64, u64)) -> Result<Written> {
         let path = path.as_ref();
         let entry_name = path
             .file_name()
@@ -191,6 +255,7 @@ impl<'a> ArtifactWriter<'a> {
 
         let artifact_id = random_id()?;
         let starts = root.file_starts();
+        let mut out = Progress { done: 0, total, report: progress };
         let mut staged = Staged { temps: Vec::new() };
         for (i, f) in root.files.iter().enumerate().skip(1) {
             let mut header = [0u8; PAYLOAD_ALIGN];
@@ -199,7 +264,7 @@ impl<'a> ArtifactWriter<'a> {
             header[16..32].copy_from_slice(&artifact_id);
             let final_path = dir.join(f.path.as_deref().unwrap_or_default());
             staged.write(&final_path, &artifact_id, &[&header], |w| {
-                self.write_payload(w, &root.objects, starts[i], f.payload_bytes)
+                self.write_payload(w, &root.objects, starts[i], f.payload_bytes, &mut out)
             })?;
         }
         let mut header = [0u8; HEADER_BYTES];
@@ -207,7 +272,7 @@ impl<'a> ArtifactWriter<'a> {
         header[8..16].copy_from_slice(&(json.len() as u64).to_le_bytes());
         header[16..32].copy_from_slice(&artifact_id);
         staged.write(path, &artifact_id, &[&header, &json], |w| {
-            self.write_payload(w, &root.objects, 0, root.files[0].payload_bytes)
+            self.write_payload(w, &root.objects, 0, root.files[0].payload_bytes, &mut out)
         })?;
         staged.commit()?;
         let mut written = vec![path.to_path_buf()];
@@ -216,7 +281,14 @@ impl<'a> ArtifactWriter<'a> {
     }
 
     /// Writes logical bytes `[from, from + len)`: object bytes, and zeros in the gaps.
-    fn write_payload(&self, w: &mut impl Write, objects: &[ObjectEntry], from: u64, len: u64) -> std::io::Result<()> {
+    fn write_payload(
+        &self,
+        w: &mut impl Write,
+        objects: &[ObjectEntry],
+        from: u64,
+        len: u64,
+        out: &mut Progress,
+    ) -> std::io::Result<()> {
         let end = from + len;
         let mut at = from;
         let zeros = [0u8; 4096];
@@ -236,10 +308,48 @@ impl<'a> ArtifactWriter<'a> {
             let a = o.offset.max(at);
             fill(w, a - at)?;
             let b = o.end().min(end);
-            w.write_all(&p.payload[(a - o.offset) as usize..(b - o.offset) as usize])?;
+            let (lo, hi) = (a - o.offset, b - o.offset);
+            match &p.payload {
+                Payload::Held(bytes) => w.write_all(&bytes[lo as usize..hi as usize])?,
+                Payload::Spooled { at: spooled, .. } => {
+                    let spool =
+                        self.spool.as_ref().ok_or_else(|| std::io::Error::other("spooled object without a spool"))?;
+                    copy_range(&spool.file, spooled + lo, hi - lo, w)?;
+                }
+            }
+            out.advance(b - a);
             at = b;
         }
         fill(w, end - at)
+    }
+}
+
+/// Copies `len` bytes of `file` from `offset` to `w`, a megabyte at a time.
+fn copy_range(mut file: &File, offset: u64, len: u64, w: &mut impl Write) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    let mut buf = vec![0u8; (1 << 20).min(len as usize)];
+    let mut left = len;
+    while left > 0 {
+        let k = left.min(buf.len() as u64) as usize;
+        file.read_exact(&mut buf[..k])?;
+        w.write_all(&buf[..k])?;
+        left -= k as u64;
+    }
+    Ok(())
+}
+
+/// Payload bytes written so far, reported to the caller.
+struct Progress<'p> {
+    done: u64,
+    total: u64,
+    report: &'p mut dyn FnMut(u64, u64),
+}
+
+impl Progress<'_> {
+    fn advance(&mut self, bytes: u64) {
+        self.done += bytes;
+        (self.report)(self.done, self.total);
     }
 }
 

@@ -1,10 +1,10 @@
 //! What an adapter is and can do: identity, the optional features we use, the limits we run
 //! under, and what the probes found.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Results of the probe kernels run when a device opens.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probes {
     /// `Some(true)` when an f32 multiply whose exact result is subnormal returned zero.
     pub flushes_subnormal_results: Option<bool>,
@@ -13,7 +13,7 @@ pub struct Probes {
 }
 
 /// The limits a kernel plan depends on, as granted to the device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformLimits {
     pub max_buffer_size: u64,
     pub max_storage_buffer_binding_size: u64,
@@ -25,7 +25,7 @@ pub struct PlatformLimits {
 }
 
 /// An adapter's facts, printable by `ninfer-wgpu devices`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Platform {
     pub name: String,
     pub backend: String,

@@ -164,24 +164,6 @@ fn quantize_widens_f16_npy_exactly_into_fp32() {
 }
 
 /// A safetensors file with the given (name, dtype, shape, bytes), in that data order.
-fn write_safetensors(path: &Path, tensors: &[(&str, &str, Vec<usize>, Vec<u8>)]) {
-    let mut header = serde_json::Map::new();
-    header.insert("__metadata__".into(), json!({ "format": "pt" }));
-    let mut data: Vec<u8> = Vec::new();
-    for (name, dtype, shape, bytes) in tensors {
-        header.insert(
-            (*name).into(),
-            json!({ "dtype": dtype, "shape": shape, "data_offsets": [data.len(), data.len() + bytes.len()] }),
-        );
-        data.extend(bytes);
-    }
-    let text = serde_json::to_vec(&Value::Object(header)).unwrap();
-    let mut out = (text.len() as u64).to_le_bytes().to_vec();
-    out.extend(text);
-    out.extend(data);
-    std::fs::write(path, out).unwrap();
-}
-
 #[test]
 fn quantize_reads_safetensors_and_keeps_bf16_words() {
     let dir = TempDir::new("cli-st");

@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 #[path = "../support/temp_dir.rs"]
 mod temp_dir;
 pub use temp_dir::TempDir;
+#[path = "../support/safetensors.rs"]
+mod safetensors;
+pub use safetensors::write_safetensors;
 
 /// The fixture's tensors as written, by object id.
 pub struct Fixture {

@@ -611,43 +611,67 @@ pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool
         (None, _) => Format::Fp32,
     };
     let rules = Rules::new(target, vectors, args.keep, args.format_for)?;
-    let tensors = sources::read_checkpoint(input)?;
-    let mut writer = ArtifactWriter::new();
-    for (file, t) in &tensors {
+    let checkpoint = sources::Checkpoint::open(input)?;
+    // Every tensor's format is chosen before any conversion, so a rule error (an integer
+    // tensor given a float format, say) stops the run before minutes of work.
+    let mut plan = Vec::with_capacity(checkpoint.len());
+    for (_, t) in checkpoint.tensors() {
         let (format, why) = rules.choose(&t.name, t.is_float(), t.shape.len())?;
+        plan.push((format, why, t.data_bytes() as u64));
+    }
+    let dir = output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut writer = ArtifactWriter::new().spool_in(dir)?;
+    let bar = crate::progress::bytes(checkpoint.data_bytes(), "quantizing");
+    for (i, (format, why, bytes)) in plan.into_iter().enumerate() {
+        let (file, t) = checkpoint.read(i)?;
+        bar.set_message(t.name.clone());
         // The method belongs to the target format; tensors kept direct take none.
         let method = if format == target { args.method } else { None };
         let mut encoded =
-            encode_one(t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", clip(&t.name))))?;
+            encode_one(&t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", clip(&t.name))))?;
         encoded.provenance = encoded
             .provenance
-            .with("source_file", file.clone())
+            .with("source_file", file.to_string())
             .with("source_tensor", t.name.clone())
             .with("source_dtype", t.dtype())
             .with("rule", why);
         let desc = encoded.tensor.desc().clone();
-        println!(
-            "{:<32} {:<22} {:?} {} bytes ({}; {why})",
-            t.name,
-            desc.format,
-            desc.shape,
-            encoded.tensor.payload().len(),
-            encoded.provenance.method
-        );
+        bar.suspend(|| {
+            println!(
+                "{:<32} {:<22} {:?} {} bytes ({}; {why})",
+                t.name,
+                desc.format,
+                desc.shape,
+                encoded.tensor.payload().len(),
+                encoded.provenance.method
+            )
+        });
         writer.add_encoded(t.name.clone(), encoded)?;
         writer.bind(t.name.clone(), Binding::Object(t.name.clone()));
+        bar.inc(bytes);
     }
-    let metadata = produced(output, "quantize");
-    writer.set_metadata(metadata);
-    let written = writer.write(output)?;
+    bar.finish_and_clear();
+    writer.set_metadata(produced(output, "quantize"));
+    let written = write_with_bar(&writer, output)?;
     println!(
         "wrote {} (artifact {}, {} tensors, {} payload bytes)",
         output.display(),
         hex(&written.artifact_id),
-        tensors.len(),
+        checkpoint.len(),
         written.payload_bytes
     );
     Ok(true)
+}
+
+/// Writes an artifact with a byte progress bar.
+fn write_with_bar(writer: &ArtifactWriter, output: &Path) -> Result<ninfer_wgpu::container::Written, Error> {
+    let bar = crate::progress::bytes(0, "writing");
+    let written = writer.write_with_progress(output, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
+    bar.finish_and_clear();
+    Ok(written)
 }
 
 /// `import`: a GGUF file's registered tensors, unchanged, into an artifact.
@@ -666,7 +690,7 @@ pub fn import(input: &Path, output: &Path, skip_unsupported: bool) -> Result<boo
     for (name, ty) in &imported.skipped {
         println!("{name:<32} skipped: ggml type {ty} is not registered");
     }
-    let written = imported.writer.write(output)?;
+    let written = write_with_bar(&imported.writer, output)?;
     println!(
         "wrote {} (artifact {}, {} tensors, {} payload bytes)",
         output.display(),

@@ -7,11 +7,14 @@
 use crate::error::Result;
 use crate::format::{Format, Geometry};
 use crate::gpu::capability::{self, Status};
-use crate::gpu::{Gpu, Op, Variant, POISON};
+use crate::gpu::{Gpu, GpuTensor, Op, Variant, POISON};
 use crate::oracle::{self, Dequantized};
 use crate::tensor::EncodedTensor;
 use crate::testgen::{random_activation, random_words, Rng, Words};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+mod report;
+pub use report::{compare, summarize, Difference, NotRun, Report, SummaryRow, TensorOutcome, VerifyReport};
 
 /// Which shapes to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +26,7 @@ pub enum Tier {
 }
 
 /// The verdict of one case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -38,23 +41,30 @@ pub const COLUMNS: [usize; 4] = [1, 2, 3, 8];
 /// The smallest positive normal binary32, 2^-126.
 const MIN_NORMAL: f64 = 1.1754943508222875e-38;
 
-/// One case's outcome, with the measured error next to its bound.
-#[derive(Debug, Clone, Serialize)]
+/// One case's outcome, with the measured error next to its bound. Owned text, so a saved
+/// `--json` report reads back (`conformance --compare`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseResult {
-    pub format: &'static str,
-    pub op: &'static str,
-    pub variant: &'static str,
+    pub format: String,
+    pub op: String,
+    pub variant: String,
     pub shape: Vec<usize>,
     /// Activation columns (matmul), gathered rows (gather), 0 for dequant.
     pub columns: usize,
-    pub criterion: &'static str,
+    pub criterion: String,
     pub verdict: Verdict,
     /// Largest error seen: ULPs for bounded dequant, error/bound ratio for A32, 0 for exact.
+    #[serde(with = "report::unbounded")]
     pub max_error: f64,
+    /// The largest error as a fraction of its criterion's bound (1 = at the bound): ULPs / 3 for
+    /// bounded dequant, `max_error` for A32, 0 for an exact pass, infinite for a broken one.
+    #[serde(with = "report::unbounded", default)]
+    pub of_bound: f64,
     /// Relative L2 error over the output (matvec).
+    #[serde(with = "report::unbounded")]
     pub rel_l2: f64,
     /// `Σ (y - y_ref)^2` and `Σ y_ref^2`, for the relative L2 check over several cases.
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub l2_parts: (f64, f64),
     pub detail: String,
 }
@@ -254,14 +264,15 @@ fn oracle_words(t: &EncodedTensor) -> Result<Vec<u32>> {
 
 fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResult {
     CaseResult {
-        format: format.name(),
-        op: op.name(),
-        variant: variant.name(),
+        format: format.name().into(),
+        op: op.name().into(),
+        variant: variant.name().into(),
         shape: shape.to_vec(),
         columns: 0,
-        criterion: "",
+        criterion: String::new(),
         verdict: Verdict::Fail,
         max_error: 0.0,
+        of_bound: 0.0,
         rel_l2: 0.0,
         l2_parts: (0.0, 0.0),
         detail: String::new(),
@@ -272,33 +283,57 @@ fn flushes(gpu: &Gpu) -> bool {
     gpu.platform().probes.flushes_subnormal_results == Some(true)
 }
 
+/// The criterion dequant and gather are judged by.
+fn dequant_criterion(format: Format) -> String {
+    match dequant_bound_ulps(format) {
+        Some(b) => format!("bounded ({b} ULP)"),
+        None => "exact".into(),
+    }
+}
+
+/// Judges dequant-like words (dequant, gather) and records the error against the bound.
+fn judge_words(result: &mut CaseResult, gpu: &Gpu, format: Format, expect: &[u32], got: &[u32]) {
+    result.criterion = dequant_criterion(format);
+    if got.len() != expect.len() {
+        result.detail = format!("{} words back, {} expected", got.len(), expect.len());
+        (result.verdict, result.max_error) = (Verdict::Fail, f64::INFINITY);
+    } else {
+        (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), expect, got);
+    }
+    result.of_bound = result.max_error / dequant_bound_ulps(format).unwrap_or(1.0);
+}
+
 /// Dequantizes `tensor` on the GPU and judges it against the oracle (exact, or bounded for nvfp4).
 pub async fn check_dequant(gpu: &Gpu, tensor: &EncodedTensor<'_>) -> Result<CaseResult> {
+    let uploaded = gpu.upload(&tensor.validate()?).await?;
+    dequant_on(gpu, tensor, &uploaded).await
+}
+
+async fn dequant_on(gpu: &Gpu, tensor: &EncodedTensor<'_>, uploaded: &GpuTensor) -> Result<CaseResult> {
     let format = tensor.format();
     let mut result = blank(format, Op::Dequant, Variant::Workgroup, tensor.shape());
-    result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
     let expect = oracle_words(tensor)?;
-    let got = gpu.dequant(&gpu.upload(&tensor.validate()?).await?).await?;
-    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), &expect, &got);
+    let got = gpu.dequant(uploaded).await?;
+    judge_words(&mut result, gpu, format, &expect, &got);
     Ok(result)
 }
 
 /// Gathers `rows` on the GPU and judges them like dequant of those rows.
 pub async fn check_gather(gpu: &Gpu, tensor: &EncodedTensor<'_>, rows: &[u32]) -> Result<CaseResult> {
+    let uploaded = gpu.upload(&tensor.validate()?).await?;
+    gather_on(gpu, tensor, &uploaded, rows).await
+}
+
+async fn gather_on(gpu: &Gpu, tensor: &EncodedTensor<'_>, uploaded: &GpuTensor, rows: &[u32]) -> Result<CaseResult> {
     let format = tensor.format();
     let mut result = blank(format, Op::Gather, Variant::Workgroup, tensor.shape());
     result.columns = rows.len();
-    result.criterion = if dequant_bound_ulps(format).is_some() { "bounded (3 ULP)" } else { "exact" };
     let expect = match oracle::gather(tensor, rows)? {
         Dequantized::F32(v) => v.into_iter().map(f32::to_bits).collect::<Vec<_>>(),
         Dequantized::I32(v) => v.into_iter().map(|i| i as u32).collect(),
     };
-    let got = gpu.gather(&gpu.upload(&tensor.validate()?).await?, rows).await?;
-    if got.len() != expect.len() {
-        result.detail = format!("{} words back, {} expected", got.len(), expect.len());
-        return Ok(result);
-    }
-    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), &expect, &got);
+    let got = gpu.gather(uploaded, rows).await?;
+    judge_words(&mut result, gpu, format, &expect, &got);
     Ok(result)
 }
 
@@ -326,12 +361,24 @@ pub async fn check_matmul(
     columns: usize,
     variant: Variant,
 ) -> Result<CaseResult> {
+    let uploaded = gpu.upload(&tensor.validate()?).await?;
+    matmul_on(gpu, tensor, &uploaded, xs, columns, variant).await
+}
+
+async fn matmul_on(
+    gpu: &Gpu,
+    tensor: &EncodedTensor<'_>,
+    uploaded: &GpuTensor,
+    xs: &[f32],
+    columns: usize,
+    variant: Variant,
+) -> Result<CaseResult> {
     let format = tensor.format();
     let mut result = blank(format, Op::Matmul, variant, tensor.shape());
     result.columns = columns;
-    result.criterion = "A32";
+    result.criterion = "A32".into();
     let reference = oracle::matmul(tensor, xs, columns)?;
-    let got = gpu.matmul_with(&gpu.upload(&tensor.validate()?).await?, xs, columns, variant).await?;
+    let got = gpu.matmul_with(uploaded, xs, columns, variant).await?;
     let k = *tensor.shape().last().unwrap_or(&1);
     let probe = flushes(gpu).then(|| "probe: 2^-100 * 2^-30 returned 0, not the subnormal 2^-130".to_string());
     let case = MatmulCase {
@@ -343,6 +390,7 @@ pub async fn check_matmul(
         flushes: probe,
     };
     (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matmul(&case, &got);
+    result.of_bound = result.max_error;
     result.rel_l2 = rel_l2(result.l2_parts);
     Ok(result)
 }
@@ -427,8 +475,9 @@ pub async fn run(
                         let r =
                             run_case(gpu, format, op, variant, &shape, columns, &mut rng).await.unwrap_or_else(|e| {
                                 CaseResult {
-                                    criterion: "error",
+                                    criterion: "error".into(),
                                     max_error: f64::INFINITY,
+                                    of_bound: f64::INFINITY,
                                     rel_l2: f64::INFINITY,
                                     l2_parts: (f64::INFINITY, 1.0),
                                     detail: e.to_string(),
@@ -471,10 +520,10 @@ fn judge_l2_together(results: &mut [CaseResult], format: Format, variant: Varian
 pub const VERIFY_COLUMNS: usize = 2;
 
 /// One tensor of a user's file checked on a GPU: its results per op, or why it was not run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TensorReport {
     pub name: String,
-    pub format: &'static str,
+    pub format: String,
     pub shape: Vec<usize>,
     pub bytes: usize,
     pub results: Vec<CaseResult>,
@@ -493,11 +542,12 @@ impl TensorReport {
 /// matmul with [`VERIFY_COLUMNS`] fresh random columns by A32, with the fastest variant. The
 /// tensor is validated first; an invalid one is an error naming the rule.
 pub async fn verify_tensor(gpu: &Gpu, name: &str, tensor: &EncodedTensor<'_>, rng: &mut Rng) -> Result<TensorReport> {
-    tensor.validate()?;
+    // Validated and uploaded once; every op then runs on the same device buffers.
+    let uploaded = gpu.upload(&tensor.validate()?).await?;
     let format = tensor.format();
     let mut report = TensorReport {
         name: name.to_string(),
-        format: format.name(),
+        format: format.name().into(),
         shape: tensor.shape().to_vec(),
         bytes: tensor.payload().len(),
         results: Vec::new(),
@@ -512,11 +562,11 @@ pub async fn verify_tensor(gpu: &Gpu, name: &str, tensor: &EncodedTensor<'_>, rn
             continue;
         }
         let result = match (op, tensor.shape()) {
-            (Op::Dequant, _) => check_dequant(gpu, tensor).await?,
-            (Op::Gather, [n, _]) => check_gather(gpu, tensor, &gather_rows(*n, rng)).await?,
+            (Op::Dequant, _) => dequant_on(gpu, tensor, &uploaded).await?,
+            (Op::Gather, [n, _]) => gather_on(gpu, tensor, &uploaded, &gather_rows(*n, rng)).await?,
             (Op::Matmul, [_, k]) => {
                 let xs = random_activation(k * VERIFY_COLUMNS, rng);
-                check_matmul(gpu, tensor, &xs, VERIFY_COLUMNS, variant).await?
+                matmul_on(gpu, tensor, &uploaded, &xs, VERIFY_COLUMNS, variant).await?
             }
             (Op::Gather | Op::Matmul, shape) => {
                 report.not_run.push((op.name().to_string(), format!("needs a rank-2 tensor, shape is {shape:?}")));
@@ -526,77 +576,4 @@ pub async fn verify_tensor(gpu: &Gpu, name: &str, tensor: &EncodedTensor<'_>, rn
         report.results.push(result);
     }
     Ok(report)
-}
-
-/// One line of a conformance summary: every case of a (format, op, variant).
-#[derive(Debug, Clone, Serialize)]
-pub struct SummaryRow {
-    pub format: &'static str,
-    pub op: &'static str,
-    pub variant: &'static str,
-    pub criterion: &'static str,
-    pub cases: usize,
-    pub passed: usize,
-    pub platform_deviations: usize,
-    pub failed: usize,
-    /// The largest `max_error` of its cases (ULPs for bounded dequant, error/bound for A32).
-    pub worst: f64,
-}
-
-/// Results grouped by (format, op, variant), in the order they first appear.
-pub fn summarize(results: &[CaseResult]) -> Vec<SummaryRow> {
-    let mut rows: Vec<SummaryRow> = Vec::new();
-    for r in results {
-        let at = match rows.iter().position(|s| (s.format, s.op, s.variant) == (r.format, r.op, r.variant)) {
-            Some(i) => i,
-            None => {
-                rows.push(SummaryRow {
-                    format: r.format,
-                    op: r.op,
-                    variant: r.variant,
-                    criterion: r.criterion,
-                    cases: 0,
-                    passed: 0,
-                    platform_deviations: 0,
-                    failed: 0,
-                    worst: 0.0,
-                });
-                rows.len() - 1
-            }
-        };
-        let s = &mut rows[at];
-        s.cases += 1;
-        match r.verdict {
-            Verdict::Pass => s.passed += 1,
-            Verdict::PlatformDeviation => s.platform_deviations += 1,
-            Verdict::Fail => s.failed += 1,
-        }
-        s.worst = s.worst.max(r.max_error);
-    }
-    rows
-}
-
-#[cfg(test)]
-mod summary_tests {
-    use super::*;
-
-    #[test]
-    fn summaries_count_every_case_once_under_its_format_op_and_variant() {
-        let case = |format, op, verdict, max_error| CaseResult {
-            verdict,
-            max_error,
-            ..blank(format, op, Variant::Workgroup, &[2, 3])
-        };
-        let results = [
-            case(Format::Bf16, Op::Dequant, Verdict::Pass, 0.0),
-            case(Format::Q4G64Fp16, Op::Matmul, Verdict::Pass, 0.25),
-            case(Format::Bf16, Op::Dequant, Verdict::Fail, 3.0),
-            case(Format::Q4G64Fp16, Op::Matmul, Verdict::PlatformDeviation, 0.5),
-        ];
-        let rows = summarize(&results);
-        assert_eq!(rows.len(), 2);
-        let (a, b) = (&rows[0], &rows[1]);
-        assert_eq!((a.format, a.op, a.cases, a.passed, a.failed, a.worst), ("bf16", "dequant", 2, 1, 1, 3.0));
-        assert_eq!((b.format, b.cases, b.passed, b.platform_deviations, b.worst), ("q4_g64_fp16", 2, 1, 1, 0.5));
-    }
 }
