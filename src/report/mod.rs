@@ -29,7 +29,7 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222
 table{border-collapse:collapse;margin:1em 0;font-size:90%}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
 th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .pass{background:#e6f4ea}.fail{background:#fde7e7;font-weight:bold}.deviation{background:#fff4d6}\
-code{font-size:90%}.facts td:first-child{font-weight:bold}svg{max-width:100%;height:auto}";
+code{font-size:90%}.facts td:first-child{font-weight:bold}.k{white-space:nowrap}span[title]{text-decoration:underline dotted}svg{max-width:100%;height:auto}";
 
 /// What a platform deviation is, for readers of a shared report.
 const DEVIATION_NOTE: &str = "A <b>platform deviation</b> is a case the device computed differently from the \
@@ -231,7 +231,19 @@ pub fn verify_html(r: &VerifyReport) -> String {
         escape(&r.platform.summary()),
         facts(&r.platform, &r.producer, r.seed)
     );
-    body.push_str("<h2>Tensors</h2>\n<table><tr><th>tensor</th><th>format</th><th>shape</th><th>bytes</th><th>verdict</th><th>worst error / bound</th><th>time</th><th>checks</th></tr>\n");
+    // Summary and chart first: a shared report is read from the top.
+    let cases: Vec<CaseResult> = r.results().cloned().collect();
+    let summary = summarize(&cases);
+    body.push_str("<h2>Summary per format × op</h2>\n");
+    body.push_str(&summary_table(&summary));
+    body.push_str(&error_chart(&summary));
+    body.push_str(&exceptions(
+        r.tensors
+            .iter()
+            .flat_map(|t| t.report.iter())
+            .flat_map(|rep| rep.results.iter().map(move |c| (rep.name.clone(), c))),
+    ));
+    body.push_str("<h2>Tensors</h2>\n<p>A check not run says why on hover.</p>\n<table><tr><th>tensor</th><th>format</th><th>shape</th><th>bytes</th><th>verdict</th><th>worst error / bound</th><th>time</th><th>checks</th></tr>\n");
     for t in &r.tensors {
         let class = match t.verdict.as_str() {
             "pass" => "pass",
@@ -243,16 +255,20 @@ pub fn verify_html(r: &VerifyReport) -> String {
                 let checks: Vec<String> = rep
                     .results
                     .iter()
-                    .map(|c| format!("{} {}", c.op, verdict_word(c.verdict)))
-                    .chain(rep.not_run.iter().map(|(op, why)| format!("{op} not run ({why})")))
+                    .map(|c| format!("{} {}", escape(&c.op), verdict_word(c.verdict)))
+                    .chain(
+                        rep.not_run
+                            .iter()
+                            .map(|(op, why)| format!("<span title=\"{}\">{} —</span>", escape(why), escape(op))),
+                    )
                     .collect();
-                (rep.format.clone(), format!("{:?}", rep.shape), rep.bytes.to_string(), checks.join(", "))
+                (rep.format.clone(), format!("{:?}", rep.shape), rep.bytes.to_string(), checks.join(" · "))
             }
-            (None, e) => (String::new(), String::new(), String::new(), e.clone().unwrap_or_default()),
+            (None, e) => (String::new(), String::new(), String::new(), escape(e.as_deref().unwrap_or_default())),
         };
         let _ = writeln!(
             body,
-            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.2} s</td><td>{}</td></tr>",
+            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td class=\"k\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n k\">{:.2} s</td><td class=\"k\">{checks}</td></tr>",
             escape(&t.name),
             escape(&format),
             escape(&shape),
@@ -260,21 +276,9 @@ pub fn verify_html(r: &VerifyReport) -> String {
             escape(&t.verdict),
             number(t.worst_of_bound()),
             t.seconds,
-            escape(&checks)
         );
     }
     body.push_str("</table>\n");
-    let cases: Vec<CaseResult> = r.results().cloned().collect();
-    let summary = summarize(&cases);
-    body.push_str("<h2>Summary per format × op</h2>\n");
-    body.push_str(&summary_table(&summary));
-    body.push_str(&exceptions(
-        r.tensors
-            .iter()
-            .flat_map(|t| t.report.iter())
-            .flat_map(|rep| rep.results.iter().map(move |c| (rep.name.clone(), c))),
-    ));
-    body.push_str(&error_chart(&summary));
     page(&format!("verify {} on {}", r.file, r.platform.name), &body)
 }
 
