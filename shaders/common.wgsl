@@ -194,3 +194,11 @@ fn multiply_by_word(p: f32, y_bits: u32) -> f32 {
     let y = split_f32(y_bits);
     return scale_pow2(p * y.x, i32(y.y)) * select(1.0, -1.0, (y_bits & 0x80000000u) != 0u);
 }
+
+// The poison NaN 0x7fc0dead as f32, returned by branches the host never takes. Built from a
+// `let`, not a literal: a NaN is not a valid constant expression, so the browser's compiler
+// (Tint) refuses `bitcast<f32>(0x7fc0deadu)`, which naga folds without complaint.
+fn poison_f32() -> f32 {
+    let bits = 0x7fc0deadu;
+    return bitcast<f32>(bits);
+}

@@ -10,11 +10,13 @@ pub mod conformance;
 pub mod container;
 pub mod encode;
 pub mod error;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod files;
 pub mod format;
 pub mod gguf;
 pub mod gpu;
 pub mod layout;
+pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod numeric;
@@ -22,6 +24,8 @@ pub mod oracle;
 pub mod report;
 pub mod tensor;
 pub mod testgen;
+#[cfg(all(target_arch = "wasm32", feature = "web"))]
+pub mod web;
 pub mod words;
 
 pub use error::{Error, Result};

@@ -45,11 +45,19 @@ impl Rng {
     }
 
     /// A fresh seed from the clock, for runs that print it.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn seed_from_time() -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0x5EED)
+    }
+
+    /// A fresh seed, for runs that print it: a browser's wasm has no clock through std (it
+    /// panics), so the seed comes from `crypto.getRandomValues` instead.
+    #[cfg(target_arch = "wasm32")]
+    pub fn seed_from_time() -> u64 {
+        getrandom::u64().unwrap_or(0x5EED)
     }
 }
 

@@ -450,7 +450,7 @@ fn affine_iq4_xs(base: u32, ib: u32) -> vec4<f32> {
 fn nan_chunk() -> Chunk {
     var q: Chunk;
     for (var i = 0u; i < 8u; i++) {
-        q[i] = vec4<f32>(bitcast<f32>(0x7fc0dead));
+        q[i] = vec4<f32>(poison_f32());
     }
     return q;
 }
@@ -495,7 +495,7 @@ fn chunk_affine(row: u32, c: u32) -> vec4<f32> {
     if IS_IQ1_S { return affine_iq1_s(base, j); }
     if IS_IQ1_M { return affine_iq1_m(base, j); }
     if IS_IQ4_XS { return affine_iq4_xs(base, j); }
-    return vec4<f32>(bitcast<f32>(0x7fc0dead));
+    return vec4<f32>(poison_f32());
 }
 
 fn row_word(row: u32) -> u32 {

@@ -13,6 +13,8 @@
 //!
 //! Every violation is [`Error::Container`](crate::Error::Container) naming one of the [`rule`]s.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod checkpoint;
 pub mod import;
 mod json;
 mod reader;

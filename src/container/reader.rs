@@ -9,15 +9,18 @@ use crate::error::{short_list, Error, Result};
 use crate::format::Format;
 use crate::layout::Layout;
 use crate::tensor::{EncodedTensor, TensorDesc};
+#[cfg(not(target_arch = "wasm32"))]
 use memmap2::Mmap;
 use std::borrow::Cow;
 use std::collections::HashMap;
+#[cfg(not(target_arch = "wasm32"))]
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// A file's bytes: memory-mapped (native files), or handed over in memory (a browser's
 /// `ArrayBuffer`, a fuzzer's input).
 enum Image {
+    #[cfg(not(target_arch = "wasm32"))]
     Mapped(Mmap),
     Owned(Vec<u8>),
 }
@@ -26,6 +29,7 @@ impl std::ops::Deref for Image {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
+            #[cfg(not(target_arch = "wasm32"))]
             Image::Mapped(m) => m,
             Image::Owned(v) => v,
         }
@@ -77,11 +81,13 @@ impl std::fmt::Debug for Artifact {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn io(path: &Path, e: std::io::Error) -> Error {
     Error::Io(format!("{}: {e}", path.display()))
 }
 
 /// Maps a whole file read-only.
+#[cfg(not(target_arch = "wasm32"))]
 fn map(file: &File, path: &Path) -> Result<Mmap> {
     // SAFETY: the map is read-only and never outlives `Artifact`. Like every mmap reader, we rely
     // on the file not being truncated or rewritten while it is open (the writer replaces files by
@@ -107,6 +113,7 @@ fn to_usize(v: u64, rule: &'static str, what: &str) -> Result<usize> {
 impl Artifact {
     /// Opens the entry file and every part, checking every structural rule that needs no
     /// registry: headers, JSON, sizes, the artifact id in every part. Reads no payload.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open(path: impl AsRef<Path>) -> Result<Artifact> {
         let path = path.as_ref();
         let file = crate::files::open_regular(path)?;

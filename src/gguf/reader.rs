@@ -10,6 +10,7 @@ use crate::format::{Category, Format};
 use crate::layout::Layout;
 use crate::tensor::{EncodedTensor, TensorDesc};
 use std::collections::HashMap;
+#[cfg(not(target_arch = "wasm32"))]
 use std::path::Path;
 
 const MAGIC: &[u8; 4] = b"GGUF";
@@ -110,6 +111,7 @@ pub struct TensorInfo {
 }
 
 enum Bytes {
+    #[cfg(not(target_arch = "wasm32"))]
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
 }
@@ -117,6 +119,7 @@ enum Bytes {
 impl Bytes {
     fn as_slice(&self) -> &[u8] {
         match self {
+            #[cfg(not(target_arch = "wasm32"))]
             Bytes::Mapped(m) => m,
             Bytes::Owned(v) => v,
         }
@@ -348,6 +351,7 @@ fn describe(ggml_type: u32, dims: &[u64]) -> Result<(TensorKind, Option<u64>)> {
 
 impl GgufFile {
     /// Maps and parses a file; only the header, metadata and tensor infos are read.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open(path: impl AsRef<Path>) -> Result<GgufFile> {
         let path = path.as_ref();
         GgufFile::parse(Bytes::Mapped(crate::files::map_regular(path)?))

@@ -267,9 +267,7 @@ pub fn constants(key: KernelKey) -> Result<String> {
 
 /// The complete WGSL module for one kernel.
 pub fn assemble(key: KernelKey) -> Result<String> {
-    // No `enable subgroups;` line: naga (wgpu's native front end) does not accept that directive
-    // yet and enables subgroup builtins through the device's SUBGROUP feature instead. A browser
-    // build, whose WGSL goes to the browser's own compiler, must prepend it.
+    // No `enable subgroups;` line here: see [`for_device`].
     let mut s = constants(key)?;
     let op: &[&str] = match (key.op, key.variant) {
         (Op::Dequant, Variant::Workgroup | Variant::Subgroup) => &[OP_WEIGHTS, OP_DEQUANT],
@@ -282,6 +280,17 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         s.push_str(part);
     }
     Ok(s)
+}
+
+/// A module as the device's compiler takes it. In a browser, wgpu's WebGPU backend hands WGSL
+/// to the browser's own compiler, which requires `enable subgroups;` before subgroup builtins;
+/// naga (every native backend) refuses that directive and enables them through the device's
+/// SUBGROUP feature instead.
+pub fn for_device(source: String, uses_subgroups: bool) -> String {
+    match (cfg!(target_arch = "wasm32"), uses_subgroups) {
+        (true, true) => format!("enable subgroups;\n{source}"),
+        _ => source,
+    }
 }
 
 /// The probe modules: (name, WGSL, needs subgroups).

@@ -274,8 +274,11 @@ impl Gpu {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
-        let v = validation.pop().await;
-        let o = oom.pop().await;
+        // Both scopes are popped before either is awaited: a pop takes effect at once, and an
+        // await between them would let another task (a browser page running two calls) push
+        // its own scopes on this device's one stack, popping them out of order.
+        let (v, o) = (validation.pop(), oom.pop());
+        let (v, o) = (v.await, o.await);
         if let Some(e) = v.or(o) {
             return Err(Error::Gpu(format!("{what}: {}", crate::error::clip(&e.to_string()))));
         }
@@ -293,7 +296,7 @@ impl Gpu {
         {
             return Ok(p.clone());
         }
-        let source = kernels::assemble(key)?;
+        let source = kernels::for_device(kernels::assemble(key)?, key.variant == Variant::Subgroup);
         let label = key.label();
         let pipeline = self
             .scoped(&format!("compiling {label}"), || {

@@ -282,6 +282,7 @@ pub fn verify_html(r: &VerifyReport) -> String {
     page(&format!("verify {} on {}", r.file, r.platform.name), &body)
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 /// `bench --plot`: effective GB/s per format (the device's copy bandwidth marked) beside the
 /// ratio to that bandwidth, one bar per op × J × shape.
 pub fn bench_svg(rows: &[crate::bench::BenchRow], copy_gb_per_s: f64, device: &str) -> crate::Result<String> {

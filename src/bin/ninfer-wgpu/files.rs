@@ -6,8 +6,8 @@
 //! bound tensor's C order.
 
 use clap::ValueEnum;
-use ninfer_wgpu::container::sources::{self, FloatData, FloatTensor};
-use ninfer_wgpu::container::{hex, Artifact, ArtifactWriter, Binding, ObjectKind};
+use ninfer_wgpu::container::sources::{FloatData, FloatTensor};
+use ninfer_wgpu::container::{hex, ArtifactWriter, Binding, ObjectKind};
 use ninfer_wgpu::encode::direct::{self, DirectSource};
 use ninfer_wgpu::encode::grouped::{self, SearchOptions};
 use ninfer_wgpu::encode::rules::Rules;
@@ -83,55 +83,7 @@ fn upload(gpu: &Gpu, t: &Validated, what: &str) -> Result<GpuTensor, Error> {
     up
 }
 
-/// A `.ninfer` artifact or a `.gguf` file, told apart by the first four bytes.
-pub enum Opened {
-    Ninfer(Artifact),
-    Gguf(GgufFile),
-}
-
-impl Opened {
-    pub fn open(file: &Path) -> Result<Opened, Error> {
-        let mut magic = [0u8; 4];
-        let mut f = ninfer_wgpu::files::open_regular(file)?;
-        let is_gguf = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == b"GGUF";
-        Ok(if is_gguf { Opened::Gguf(GgufFile::open(file)?) } else { Opened::Ninfer(Artifact::open(file)?) })
-    }
-
-    /// TENSOR as tensors: an object id or binding name (`.ninfer`; a multi-part binding gives one
-    /// piece per part), or a tensor name (`.gguf`).
-    fn pieces(&self, tensor: &str) -> Result<Vec<EncodedTensor<'_>>, Error> {
-        match self {
-            Opened::Ninfer(a) => a.resolve(tensor),
-            Opened::Gguf(g) => Ok(vec![g.tensor(tensor)?]),
-        }
-    }
-
-    /// Every tensor the file holds, by object id (`.ninfer`) or name (`.gguf`, registered types).
-    pub fn tensor_names(&self) -> Vec<String> {
-        match self {
-            Opened::Ninfer(a) => a
-                .objects()
-                .iter()
-                .filter(|o| matches!(o.kind, ObjectKind::Tensor { .. }))
-                .map(|o| o.id.clone())
-                .collect(),
-            Opened::Gguf(g) => g
-                .tensors
-                .iter()
-                .filter(|t| matches!(t.kind, TensorKind::Registered { .. }))
-                .map(|t| t.name.clone())
-                .collect(),
-        }
-    }
-
-    /// One tensor by object id or GGUF name.
-    pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>, Error> {
-        match self {
-            Opened::Ninfer(a) => a.tensor(name),
-            Opened::Gguf(g) => g.tensor(name),
-        }
-    }
-}
+use ninfer_wgpu::model::Model;
 
 /// Every piece validated before any device sees it: the CPU and GPU paths refuse the same files.
 fn validated<'t, 'a>(pieces: &'t [EncodedTensor<'a>]) -> Result<Vec<Validated<'t, 'a>>, Error> {
@@ -190,7 +142,7 @@ fn print_tensors(gpu_note: &str, tensors: &[serde_json::Value]) {
 
 /// `inspect`: files, tensors with their capability status, resources, bindings and uses.
 pub fn inspect(file: &Path, options: GpuOptions, as_json: bool) -> Result<bool, Error> {
-    let opened = Opened::open(file)?;
+    let opened = Model::open(file)?;
     let gpu = open_gpu(options);
     let platform: Option<&Platform> = gpu.as_ref().ok().map(|g| g.platform());
     let gpu_note = match &gpu {
@@ -198,8 +150,8 @@ pub fn inspect(file: &Path, options: GpuOptions, as_json: bool) -> Result<bool, 
         Err(e) => format!("no GPU adapter opened ({e}); capability status shown without platform rules"),
     };
     let artifact = match &opened {
-        Opened::Ninfer(a) => a,
-        Opened::Gguf(g) => return inspect_gguf(g, platform, &gpu_note, as_json),
+        Model::Ninfer(a) => a,
+        Model::Gguf(g) => return inspect_gguf(g, platform, &gpu_note, as_json),
     };
     let root = artifact.root();
     let mut tensors = Vec::new();
@@ -295,7 +247,7 @@ fn le_bytes(d: Dequantized) -> Vec<u8> {
 /// `dequant`: the logical tensor's values, C order, raw little-endian.
 pub fn dequant(file: &Path, tensor: &str, device: Device, options: GpuOptions, output: &Path) -> Result<bool, Error> {
     use std::io::Write;
-    let opened = Opened::open(file)?;
+    let opened = Model::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let pieces = validated(&pieces)?;
     let gpu = gpu_for(device, options)?;
@@ -383,7 +335,7 @@ pub fn matvec(
     options: GpuOptions,
     output: Option<&Path>,
 ) -> Result<bool, Error> {
-    let opened = Opened::open(file)?;
+    let opened = Model::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let (n, k) = stacked(&pieces, "matvec")?;
     let pieces = validated(&pieces)?;
@@ -476,7 +428,7 @@ pub fn gather(
     options: GpuOptions,
     output: Option<&Path>,
 ) -> Result<bool, Error> {
-    let opened = Opened::open(file)?;
+    let opened = Model::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let (n, k) = stacked(&pieces, "gather")?;
     let pieces = validated(&pieces)?;
@@ -611,7 +563,7 @@ pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool
         (None, _) => Format::Fp32,
     };
     let rules = Rules::new(target, vectors, args.keep, args.format_for)?;
-    let checkpoint = sources::Checkpoint::open(input)?;
+    let checkpoint = ninfer_wgpu::container::checkpoint::Checkpoint::open(input)?;
     // Every tensor's format is chosen before any conversion, so a rule error (an integer
     // tensor given a float format, say) stops the run before minutes of work.
     let mut plan = Vec::with_capacity(checkpoint.len());

@@ -3,9 +3,9 @@
 //! checked and freed — with a progress bar, a table, `--json` or an HTML `--report`, and a
 //! non-zero exit on any failure.
 
-use crate::files::Opened;
 use ninfer_wgpu::conformance::{self, TensorOutcome, Verdict, VerifyReport};
 use ninfer_wgpu::gpu::{Gpu, GpuOptions};
+use ninfer_wgpu::model::Model;
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::Rng;
 use ninfer_wgpu::{report, Error};
@@ -19,7 +19,7 @@ pub struct Outputs<'a> {
 }
 
 pub fn verify(file: &Path, options: GpuOptions, seed: Option<u64>, out: Outputs) -> Result<bool, Error> {
-    let opened = Opened::open(file)?;
+    let opened = Model::open(file)?;
     let gpu = block_on(Gpu::open(&options))?;
     let seed = seed.unwrap_or_else(Rng::seed_from_time);
     let mut rng = Rng::new(seed);

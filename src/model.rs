@@ -1,0 +1,143 @@
+//! A user's model file, whichever kind it is: a `.ninfer` artifact or a GGUF file, told apart by
+//! the first four bytes. Opened from a path (native) or from bytes (a browser's `ArrayBuffer`).
+//! The CLI's file commands and the browser API name tensors the same way through it.
+
+use crate::container::{Artifact, ObjectKind};
+use crate::error::Result;
+use crate::gguf::reader::{GgufFile, TensorKind};
+use crate::gpu::capability::{self, Status};
+use crate::gpu::{Op, Platform, Variant};
+use crate::tensor::EncodedTensor;
+use serde::Serialize;
+
+/// GGUF's magic, the first four bytes of every GGUF file.
+const GGUF_MAGIC: &[u8; 4] = b"GGUF";
+
+pub enum Model {
+    Ninfer(Artifact),
+    Gguf(GgufFile),
+}
+
+/// One tensor as a listing shows it: what it is and what this device can do with it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TensorInfo {
+    pub name: String,
+    pub format: String,
+    pub layout: String,
+    pub shape: Vec<usize>,
+    pub bytes: usize,
+    /// Per op (dequant, matmul, gather): `supported`, or why not.
+    pub ops: Vec<(String, String)>,
+    /// Why the tensor cannot be used at all (an invalid payload, an unregistered type).
+    pub error: Option<String>,
+}
+
+impl Model {
+    /// Opens a file from disk (memory-mapped).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open(path: &std::path::Path) -> Result<Model> {
+        let mut magic = [0u8; 4];
+        let mut f = crate::files::open_regular(path)?;
+        let is_gguf = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == GGUF_MAGIC;
+        Ok(if is_gguf { Model::Gguf(GgufFile::open(path)?) } else { Model::Ninfer(Artifact::open(path)?) })
+    }
+
+    /// A file held in memory: a GGUF, or a `.ninfer` entry named `name` whose continuation
+    /// parts `part(name)` hands over by file name.
+    pub fn from_bytes(name: &str, bytes: Vec<u8>, part: impl FnMut(&str) -> Result<Vec<u8>>) -> Result<Model> {
+        if bytes.starts_with(GGUF_MAGIC) {
+            return Ok(Model::Gguf(GgufFile::from_bytes(bytes)?));
+        }
+        Ok(Model::Ninfer(Artifact::from_bytes(name, bytes, part)?))
+    }
+
+    /// TENSOR as tensors: an object id or binding name (`.ninfer`; a multi-part binding gives one
+    /// piece per part), or a tensor name (`.gguf`).
+    pub fn pieces(&self, tensor: &str) -> Result<Vec<EncodedTensor<'_>>> {
+        match self {
+            Model::Ninfer(a) => a.resolve(tensor),
+            Model::Gguf(g) => Ok(vec![g.tensor(tensor)?]),
+        }
+    }
+
+    /// Every tensor the file holds, by object id (`.ninfer`) or name (`.gguf`, registered types).
+    pub fn tensor_names(&self) -> Vec<String> {
+        match self {
+            Model::Ninfer(a) => a
+                .objects()
+                .iter()
+                .filter(|o| matches!(o.kind, ObjectKind::Tensor { .. }))
+                .map(|o| o.id.clone())
+                .collect(),
+            Model::Gguf(g) => g
+                .tensors
+                .iter()
+                .filter(|t| matches!(t.kind, TensorKind::Registered { .. }))
+                .map(|t| t.name.clone())
+                .collect(),
+        }
+    }
+
+    /// One tensor by object id or GGUF name.
+    pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>> {
+        match self {
+            Model::Ninfer(a) => a.tensor(name),
+            Model::Gguf(g) => g.tensor(name),
+        }
+    }
+
+    /// Every tensor with its capability status on `platform`; each payload is validated, so a
+    /// tensor no kernel would be given is not shown as supported. GGUF tensors of types the
+    /// registry lacks are listed with the reason.
+    pub fn tensor_infos(&self, platform: Option<&Platform>) -> Vec<TensorInfo> {
+        let mut out: Vec<TensorInfo> = self.tensor_names().into_iter().map(|n| self.info(&n, platform)).collect();
+        if let Model::Gguf(g) = self {
+            for t in g.tensors.iter().filter(|t| !matches!(t.kind, TensorKind::Registered { .. })) {
+                out.push(TensorInfo {
+                    name: t.name.clone(),
+                    format: String::new(),
+                    layout: String::new(),
+                    shape: Vec::new(),
+                    bytes: 0,
+                    ops: Vec::new(),
+                    error: Some(self.tensor(&t.name).err().map(|e| e.to_string()).unwrap_or_default()),
+                });
+            }
+        }
+        out
+    }
+
+    fn info(&self, name: &str, platform: Option<&Platform>) -> TensorInfo {
+        let mut info = TensorInfo {
+            name: name.to_string(),
+            format: String::new(),
+            layout: String::new(),
+            shape: Vec::new(),
+            bytes: 0,
+            ops: Vec::new(),
+            error: None,
+        };
+        let tensor = match self.tensor(name) {
+            Ok(t) => t,
+            Err(e) => {
+                info.error = Some(e.to_string());
+                return info;
+            }
+        };
+        let d = tensor.desc();
+        (info.format, info.layout, info.shape, info.bytes) =
+            (d.format.name().into(), d.layout.name().into(), d.shape.clone(), tensor.payload().len());
+        if let Err(e) = tensor.validate() {
+            info.error = Some(e.to_string());
+            return info;
+        }
+        for op in Op::ALL {
+            let status = match capability::status(d.format, d.layout, op, Variant::Workgroup, platform) {
+                Status::Supported => "supported".to_string(),
+                Status::Unsupported(why) => why,
+            };
+            info.ops.push((op.name().to_string(), status));
+        }
+        info
+    }
+}

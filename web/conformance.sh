@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The browser test: builds the wasm package, serves web/ on localhost, and drives Debian's
+# chromium headless (WebGPU on SwiftShader) through drive.mjs: no adapter is a failure; bad
+# files must be refused with the CLI's own messages; a GGUF must verify in the page; then the
+# whole conformance suite runs. Prints `N passed, M failed, D platform deviations`.
+#   web/conformance.sh [--json OUT] [--formats a,b]
+set -euo pipefail
+cd "$(dirname "$0")"
+web=$(pwd)
+drive_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --json) drive_args+=(--json "$(realpath -m "$2")"); shift 2 ;;
+    --formats) drive_args+=(--formats "$2"); shift 2 ;;
+    *) echo "usage: web/conformance.sh [--json OUT] [--formats a,b]" >&2; exit 2 ;;
+  esac
+done
+
+./build.sh
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --silent
+
+# Fixtures served beside the page: a GGUF of every type written by llama.cpp's gguf package,
+# and two bad files whose CLI messages the page must repeat.
+fixtures="$web/fixtures-run"
+rm -rf "$fixtures"
+mkdir -p "$fixtures"
+python3 ../tests/independent/gguf_fixtures.py "$fixtures" 7 >/dev/null
+printf 'not a model, only text' > "$fixtures/junk.bin"
+python3 -c "import sys; open(sys.argv[1], 'wb').write(b'GGUF' + (3).to_bytes(4, 'little') + (5).to_bytes(8, 'little'))" "$fixtures/truncated.gguf"
+(cd .. && cargo build --locked --quiet --bin ninfer-wgpu)
+cli=$(realpath ../target/debug/ninfer-wgpu)
+expect="$fixtures/expected-errors.json"
+(
+  cd "$fixtures"
+  for f in junk.bin truncated.gguf; do
+    { NINFER_WGPU_ADAPTER=none "$cli" inspect "$f" 2>&1 >/dev/null || true; } | sed -n 's/^error: //p' | head -n 1 \
+      | python3 -c "import json, sys; print(json.dumps([sys.argv[1], sys.stdin.read().rstrip(chr(10))]))" "$f"
+  done
+) | python3 -c "import json, sys; print(json.dumps(dict(json.loads(l) for l in sys.stdin)))" > "$expect"
+
+port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$web" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$fixtures"' EXIT
+for _ in $(seq 50); do
+  python3 -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1])" "http://127.0.0.1:$port/index.html" 2>/dev/null && break
+  sleep 0.1
+done
+node drive.mjs "http://127.0.0.1:$port" --fixtures /fixtures-run --expect-errors "$expect" "${drive_args[@]}"
