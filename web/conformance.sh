@@ -16,6 +16,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# playwright-core needs node >= 20 (Debian bookworm's own nodejs is 18).
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  echo "web/conformance.sh: node >= 20 is needed for playwright-core (found ${node_major:-none})" >&2
+  exit 2
+fi
 ./build.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --silent
 

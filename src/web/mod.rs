@@ -80,7 +80,12 @@ impl NinferModel {
         let model = Model::from_bytes(name, bytes, |part| {
             let value = parts.as_ref().map(|m| m.get(&JsValue::from_str(part))).filter(|v| !v.is_undefined());
             match value {
-                Some(v) => Ok(Uint8Array::new(&v).to_vec()),
+                // A checked cast: `new Uint8Array(v)` on another kind of value would throw
+                // through the wasm frames instead of returning an error.
+                Some(v) => v
+                    .dyn_into::<Uint8Array>()
+                    .map(|bytes| bytes.to_vec())
+                    .map_err(|_| Error::Io(format!("part {part} of {name} is not a Uint8Array"))),
                 None => Err(Error::Io(format!("{name} continues in {part}, which was not given"))),
             }
         })
