@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::gpu::capability::{self, Status};
 use crate::gpu::plan::Request;
-use crate::gpu::{Gpu, Op};
+use crate::gpu::{Gpu, Op, Variant};
 use crate::native::block_on;
 use crate::tensor::{EncodedTensor, TensorDesc};
 use crate::testgen::{random_activation, random_words, Rng, Words};
@@ -96,13 +96,14 @@ pub fn check_shape(n: usize, k: usize) -> Result<()> {
     Ok(())
 }
 
-/// Times one (format, op) at [n, k] with the fastest supported variant; `columns` is matmul's J
+/// Times one (format, op) at [n, k] with `variant` (default: the fastest supported); `columns` is matmul's J
 /// (gather times `n` random rows).
 #[allow(clippy::too_many_arguments)]
 pub fn bench_case(
     gpu: &Gpu,
     format: Format,
     op: Op,
+    variant: Option<Variant>,
     columns: usize,
     (n, k): (usize, usize),
     copy_gbs: f64,
@@ -114,7 +115,7 @@ pub fn bench_case(
     // Sizes against the device before a single random word is made.
     let payload = TensorDesc::new(format, layout, &[n, k]).encoded_bytes()?;
     let output = match op {
-        Op::Matmul => n * columns * 4,
+        Op::Matmul | Op::MatmulA8 => n * columns * 4,
         Op::Dequant | Op::Gather => n * k * 4,
     };
     let max = gpu.platform().limits.max_buffer_size;
@@ -123,20 +124,19 @@ pub fn bench_case(
             "{format} {n}x{k}: a {payload}-byte payload and a {output}-byte output, but max_buffer_size is {max}"
         )));
     }
-    if let Status::Unsupported(reason) =
-        capability::status(format, layout, op, crate::gpu::Variant::Workgroup, Some(gpu.platform()))
-    {
+    let variant = variant.unwrap_or_else(|| capability::best_variant(format, op, gpu.platform()));
+    if let Status::Unsupported(reason) = capability::status(format, layout, op, variant, Some(gpu.platform())) {
         return Err(Error::Unsupported(reason));
     }
     let words = random_words(format, &[n, k], 1, rng, Words::Finite)?;
     let tensor = EncodedTensor::encode(&words, layout)?;
     let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
-    let variant = capability::best_variant(format, op, gpu.platform());
     let xs = random_activation(k * columns, rng);
     let rows: Vec<u32> = (0..n).map(|_| rng.below(n as u64) as u32).collect();
     let (request, input): (Request, &[f32]) = match op {
         Op::Dequant => (Request::Dequant, &[]),
         Op::Matmul => (Request::Matmul { columns }, &xs),
+        Op::MatmulA8 => (Request::MatmulA8 { columns }, &xs),
         Op::Gather => (Request::Gather { rows: &rows }, &[]),
     };
     let prepared = block_on(gpu.prepare(&uploaded, request, variant, input))?;

@@ -200,3 +200,60 @@ fn matvec_f32(w: &[f32], n: usize, k: usize, x: &[f32]) -> MatvecReference {
     }
     MatvecReference { y, abs }
 }
+
+/// What A8 arithmetic computes, exactly: the exact weights times ggml's q8_1 form of each
+/// activation column ([`q8_1::quantize`](crate::gguf::q8_1::quantize), `d · code` per value),
+/// in f64. A kernel differs from it only by its f32 rounding, which is what lets conformance
+/// check the integer codes themselves (criteria.md's A8 bound alone is loose enough to hide a
+/// wrong code).
+#[derive(Debug, Clone)]
+pub struct A8Model {
+    pub y: Vec<f64>,
+    /// Per output: `Σ_k (|w_k| + m_k) |x̃_k|`, with m_k the largest |w| of k's 16-value half —
+    /// what bounds the magnitude of every f32 intermediate (`a Σ code x̃ - b Σ x̃` per half).
+    pub magnitude: Vec<f64>,
+    /// Per output: `Σ |w_k| d_k` over activation values within 1e-5 of a rounding tie, where a
+    /// device's `1 / d` (WGSL allows 2.5 ULP) may round the code the other way.
+    pub slack: Vec<f64>,
+}
+
+/// The A8 model of `Y = W X` (see [`A8Model`]); K must be whole q8_1 blocks.
+pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Result<A8Model> {
+    use crate::gguf::q8_1;
+    let (n, k) = matrix(tensor)?;
+    if xs.len() != k * columns {
+        return Err(Error::Unsupported(format!("A8 model: {} activation values for J = {columns}, K = {k}", xs.len())));
+    }
+    let w = float_weights(tensor)?;
+    // The largest |w| of each 16-value half, per row.
+    let half_max: Vec<f64> = w.chunks(16).map(|h| h.iter().fold(0f64, |m, v| m.max(v.abs() as f64))).collect();
+    let mut model = A8Model { y: Vec::new(), magnitude: Vec::new(), slack: Vec::new() };
+    for x in xs.chunks_exact(k.max(1)).take(columns) {
+        let blocks = q8_1::quantize(x)?;
+        let mut xq = Vec::with_capacity(k);
+        let mut near_tie = Vec::with_capacity(k);
+        for (b, block) in blocks.iter().zip(x.chunks_exact(q8_1::QK8_1)) {
+            let d = crate::numeric::f16_to_f32(b.d) as f64;
+            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let id = if amax != 0.0 { 127.0 / amax as f64 } else { 0.0 };
+            for (&q, &v) in b.qs.iter().zip(block) {
+                xq.push(q as f64 * d);
+                let t = v as f64 * id;
+                near_tie.push(if ((t - t.trunc()).abs() - 0.5).abs() < 1e-5 { d } else { 0.0 });
+            }
+        }
+        for (r, row) in w.chunks_exact(k.max(1)).take(n).enumerate() {
+            let (mut y, mut m, mut s) = (0f64, 0f64, 0f64);
+            for (i, &wv) in row.iter().enumerate() {
+                let wv = wv as f64;
+                y += wv * xq[i];
+                m += (wv.abs() + half_max[(r * k + i) / 16]) * xq[i].abs();
+                s += wv.abs() * near_tie[i];
+            }
+            model.y.push(y);
+            model.magnitude.push(m);
+            model.slack.push(s);
+        }
+    }
+    Ok(model)
+}

@@ -104,6 +104,22 @@ fn conformance_on_every_adapter() {
                     assert!(ran("matmul", j), "{selector}: {format} matmul with {j} column(s) ran");
                 }
             }
+            // The A8 profile on every gguf type, with the packed dot product where the
+            // platform's WGSL has it and the emulated one everywhere.
+            let a8 = |variant: &str, j: usize| {
+                results
+                    .iter()
+                    .any(|r| r.format == format.name() && r.op == "matmul_a8" && r.variant == variant && r.columns == j)
+            };
+            for j in conformance::COLUMNS {
+                let gguf = format.category() == ninfer_wgpu::Category::GgufBlock;
+                assert_eq!(a8("emulated-dot", j), gguf, "{selector}: {format} matmul_a8 (emulated dot) J = {j}");
+                assert_eq!(
+                    a8("workgroup", j),
+                    gguf && gpu.platform().has_packed_dot,
+                    "{selector}: {format} matmul_a8 (dot4I8Packed) J = {j}"
+                );
+            }
         }
         let deviations: Vec<_> = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).collect();
         if !deviations.is_empty() {

@@ -10,7 +10,7 @@ fn translate(key: KernelKey) -> Result<(), String> {
     let source = assemble(key).map_err(|e| e.to_string())?;
     let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
     let caps = match key.variant {
-        Variant::Workgroup => Capabilities::empty(),
+        Variant::Workgroup | Variant::EmulatedDot => Capabilities::empty(),
         Variant::Subgroup => Capabilities::SUBGROUP,
     };
     let mut validator = Validator::new(ValidationFlags::all(), caps);
@@ -40,7 +40,7 @@ fn translate(key: KernelKey) -> Result<(), String> {
         .write(&module, &info, None)
         .map_err(|e| format!("HLSL: {e}"))?;
 
-    if key.variant == Variant::Workgroup {
+    if key.variant != Variant::Subgroup {
         // GLSL ES 3.10 is the GL/GLES compute baseline; it has no subgroup operations.
         let glsl_options =
             glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
@@ -65,14 +65,26 @@ fn translate(key: KernelKey) -> Result<(), String> {
 fn every_kernel_validates_and_translates_to_every_backend_language() {
     let keys = capability::kernel_keys();
     let formats = ninfer_wgpu::Format::ALL.len();
+    let gguf = ninfer_wgpu::Format::ALL.iter().filter(|f| f.category() == ninfer_wgpu::Category::GgufBlock).count();
     assert_eq!(
         keys.len(),
-        formats * 2 + (formats - 1) * 2,
-        "every format has dequant and gather, every float format matmul in two variants"
+        formats * 2 + (formats - 1) * 2 + gguf * 3,
+        "every format has dequant and gather, every float format matmul in two variants, every gguf type \
+         matmul_a8 in three (packed dot, packed dot with subgroups, emulated dot)"
     );
     let failures: Vec<String> =
         keys.iter().filter_map(|&k| translate(k).err().map(|e| format!("{}: {e}", k.label()))).collect();
     assert!(failures.is_empty(), "{} of {} kernels failed:\n{}", failures.len(), keys.len(), failures.join("\n"));
+}
+
+#[test]
+fn the_a8_activation_kernel_validates_and_translates() {
+    let source = ninfer_wgpu::gpu::kernels::quantize_q8_1_source();
+    let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
+    spv::write_vec(&module, &info, &spv::Options::default(), None).expect("SPIR-V");
 }
 
 #[test]

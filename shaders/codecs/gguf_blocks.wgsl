@@ -93,10 +93,14 @@ fn levels_q5_0(base: u32) -> Chunk {
 
 // kvalues_iq4nl packed four int8 per u32 (read by shifts: a dynamically indexed const array is
 // copied to function memory by some compilers).
-fn kvalue_iq4nl(i: u32) -> f32 {
+fn kvalue_byte(i: u32) -> u32 {
     let words = vec4<u32>(0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u);
     let w = select(select(words.x, words.y, i >= 4u), select(words.z, words.w, i >= 12u), i >= 8u);
-    return f32(bitcast<i32>(w << (24u - 8u * (i & 3u))) >> 24u);
+    return (w >> (8u * (i & 3u))) & 255u;
+}
+
+fn kvalue_iq4nl(i: u32) -> f32 {
+    return f32(bitcast<i32>(kvalue_byte(i) << 24u) >> 24u);
 }
 
 fn kvalues4(n: vec4<u32>) -> vec4<f32> {

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use ninfer_wgpu::args::{parse_formats, parse_ops, parse_shape};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
 use ninfer_wgpu::conformance::{self, Tier};
-use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op, MAX_COLUMNS};
+use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op, Profile, Variant, MAX_COLUMNS};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::Rng;
 use ninfer_wgpu::{report, Error, Format};
@@ -87,6 +87,14 @@ enum Command {
         /// Ops to time, comma-separated: dequant, matmul, gather (default: all).
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
+        /// Profiles a matmul is timed in, comma-separated: a32 (exact weights, f32 activation),
+        /// a8 (q8_1 activation, integer dot products; gguf types). Default: both.
+        #[arg(long, value_delimiter = ',', value_parser = parse_profile)]
+        profile: Vec<Profile>,
+        /// A kernel variant to time instead of the fastest supported one (workgroup, subgroup,
+        /// emulated-dot).
+        #[arg(long, value_parser = parse_variant)]
+        variant: Option<Variant>,
         /// Also draw GB/s and the copy-bandwidth ratio per format as an SVG chart.
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
@@ -135,6 +143,10 @@ enum Command {
         columns: usize,
         #[arg(long, value_enum, default_value = "cpu")]
         device: files::Device,
+        /// The product's arithmetic on the GPU: a32 (exact weights, f32 activation) or a8
+        /// (activation quantized to q8_1, integer dot products; gguf types).
+        #[arg(long, value_parser = parse_profile, default_value = "a32")]
+        profile: Profile,
         #[command(flatten)]
         gpu: GpuArgs,
         /// Output file (default: standard output).
@@ -440,17 +452,50 @@ fn compare_reports(a: &std::path::Path, b: &std::path::Path, as_json: bool) -> R
     Ok(verdicts == 0)
 }
 
+/// What `bench` times besides formats and shapes.
+struct BenchChoice<'a> {
+    ops: &'a [String],
+    profiles: &'a [Profile],
+    variant: Option<Variant>,
+}
+
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::parse(s)
+        .ok_or_else(|| format!("unknown profile `{s}`; valid: {}", Profile::ALL.map(|p| p.name()).join(", ")))
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::ALL
+        .into_iter()
+        .find(|v| v.name() == s)
+        .ok_or_else(|| format!("unknown variant `{s}`; valid: {}", Variant::ALL.map(|v| v.name()).join(", ")))
+}
+
 fn run_bench(
     args: &GpuArgs,
     formats: &[String],
     shape: Option<String>,
     columns: &[usize],
-    ops: &[String],
+    choice: BenchChoice,
     as_json: bool,
     plot: Option<&std::path::Path>,
 ) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
-    let ops = parse_ops(ops)?;
+    // `matmul` stands for the product in every chosen profile.
+    let profiles = if choice.profiles.is_empty() { Profile::ALL.to_vec() } else { choice.profiles.to_vec() };
+    let mut ops = Vec::new();
+    for op in parse_ops(choice.ops)? {
+        let expanded = match op {
+            Op::Matmul | Op::MatmulA8 if choice.ops.is_empty() => profiles.iter().map(|p| p.op()).collect(),
+            Op::Matmul => profiles.iter().map(|p| p.op()).collect(),
+            Op::MatmulA8 | Op::Dequant | Op::Gather => vec![op],
+        };
+        for o in expanded {
+            if !ops.contains(&o) {
+                ops.push(o);
+            }
+        }
+    }
     let columns = if columns.is_empty() { vec![1] } else { columns.to_vec() };
     if let Some(&bad) = columns.iter().find(|&&j| j == 0 || j > MAX_COLUMNS) {
         return Err(Error::Unsupported(format!("--columns takes 1..={MAX_COLUMNS}, got {bad}")));
@@ -471,7 +516,7 @@ fn run_bench(
     let mut cases: Vec<(Format, Op, usize, (usize, usize))> = Vec::new();
     for &f in &formats {
         for &op in &ops {
-            let js: &[usize] = if op == Op::Matmul { &columns } else { &[1] };
+            let js: &[usize] = if op.is_product() { &columns } else { &[1] };
             for &j in js {
                 cases.extend(shapes.iter().map(|&s| (f, op, j, s)));
             }
@@ -482,7 +527,7 @@ fn run_bench(
     let bar = progress::bar(cases.len() as u64, "timing {pos}/{len} {bar:30} {msg}");
     for &(format, op, j, (n, k)) in &cases {
         bar.set_message(format!("{format} {}×{j} {n}x{k}", op.name()));
-        match bench::bench_case(&gpu, format, op, j, (n, k), copy, timing, &mut rng) {
+        match bench::bench_case(&gpu, format, op, choice.variant, j, (n, k), copy, timing, &mut rng) {
             Ok(r) => rows.push(r),
             Err(e) => skipped.push(format!("{format} {}×{j} {n}x{k}: {e}", op.name())),
         }
@@ -562,16 +607,18 @@ fn main() -> ExitCode {
             [a, b] => compare_reports(a, b, json),
             _ => run_conformance(&gpu, &formats, seed, slow, cases, json, report.as_deref()),
         },
-        Command::Bench { gpu, formats, shape, columns, ops, plot, json } => {
-            run_bench(&gpu, &formats, shape, &columns, &ops, json, plot.as_deref())
+        Command::Bench { gpu, formats, shape, columns, ops, profile, variant, plot, json } => {
+            let choice = BenchChoice { ops: &ops, profiles: &profile, variant };
+            run_bench(&gpu, &formats, shape, &columns, choice, json, plot.as_deref())
         }
         Command::Formats { json } => formats(json),
         Command::Inspect { file, json, gpu } => files::inspect(&file, gpu.options(), json),
         Command::Dequant { file, tensor, device, gpu, output } => {
             files::dequant(&file, &tensor, device, gpu.options(), &output)
         }
-        Command::Matvec { file, tensor, x, columns, device, gpu, output } => {
-            files::matvec(&file, &tensor, &x, columns, device, gpu.options(), output.as_deref())
+        Command::Matvec { file, tensor, x, columns, device, profile, gpu, output } => {
+            let on = files::On { device, profile, options: gpu.options() };
+            files::matvec(&file, &tensor, &x, columns, on, output.as_deref())
         }
         Command::Gather { file, tensor, rows, device, gpu, output } => {
             files::gather(&file, &tensor, &rows, device, gpu.options(), output.as_deref())

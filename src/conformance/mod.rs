@@ -66,6 +66,9 @@ pub struct CaseResult {
     /// `Σ (y - y_ref)^2` and `Σ y_ref^2`, for the relative L2 check over several cases.
     #[serde(skip, default)]
     pub l2_parts: (f64, f64),
+    /// A8: `max|y - y_ref|` and `max|y_ref|`, for judging small cases together.
+    #[serde(skip, default)]
+    pub max_parts: (f64, f64),
     pub detail: String,
 }
 
@@ -163,6 +166,11 @@ fn judge_dequant(format: Format, flushes: bool, expect: &[u32], got: &[u32]) -> 
 pub const L2_MIN_OUTPUTS: usize = 64;
 /// criteria.md's relative L2 bound for A32.
 pub const A32_REL_L2: f64 = 1e-5;
+/// criteria.md's A8 (q8_1) bounds: `Σ(y - y_ref)^2 / Σ y_ref^2` (not its square root), and the
+/// largest error as a fraction of the largest exact output plus an absolute term.
+pub const A8_SQUARED_L2: f64 = 5e-4;
+pub const A8_MAX_RELATIVE: f64 = 0.06;
+pub const A8_MAX_ABSOLUTE: f64 = 1.0 / 256.0;
 
 /// What the matmul judge needs besides the outputs.
 struct MatmulCase<'a> {
@@ -247,6 +255,89 @@ fn judge_matmul(case: &MatmulCase, got: &[f32]) -> (Verdict, f64, (f64, f64), St
     (Verdict::Pass, worst, (num, den), String::new())
 }
 
+/// The A8 criterion over one case's outputs (every column): the largest error against
+/// `0.06 max|y_ref| + 1/256` and the squared relative L2 error against 5e-4. `of_bound` is the
+/// larger of the two fractions. A case with fewer than [`L2_MIN_OUTPUTS`] outputs is judged
+/// with the others of its (format, op, variant) instead (`judge_l2_together`): with one or two
+/// outputs a single cancelling sum (|y_ref| far below Σ|w x|) turns the activation's rounding
+/// noise into a large fraction of |y_ref|, which says nothing about the arithmetic.
+///
+/// Every output must also agree with [`oracle::A8Model`] — the exact weights times the q8_1
+/// activation — within the f32 rounding of the kernel's own steps: per chunk at most 6
+/// roundings, then at most K/32 sequential adds and 6 tree levels, each on magnitudes bounded
+/// by `2 Σ (|w| + m) |x̃|` (the offset terms `a Σ code x̃` and `b Σ x̃` may each exceed Σ|w x̃|),
+/// plus the model's slack for codes at a rounding tie and 2^-126 per step for flushing devices.
+/// This is what catches a wrong code, which the A8 bound alone could hide in the noise.
+fn judge_a8(reference: &oracle::MatvecReference, model: &oracle::A8Model, k: usize, got: &[f32]) -> A8Judgement {
+    let n = reference.y.len();
+    let broken = |detail: String| A8Judgement {
+        verdict: Verdict::Fail,
+        of_bound: f64::INFINITY,
+        l2_parts: (f64::INFINITY, 1.0),
+        max_parts: (f64::INFINITY, 1.0),
+        detail,
+    };
+    if got.len() != n {
+        return broken(format!("{} outputs back, {n} expected", got.len()));
+    }
+    if let Some(i) = got.iter().position(|y| y.to_bits() == POISON || !y.is_finite()) {
+        let what = if got[i].to_bits() == POISON { "was never written".to_string() } else { format!("is {}", got[i]) };
+        return broken(format!("output {i} {what}"));
+    }
+    let steps = (k / 32 + 16) as f64;
+    for (i, &y) in got.iter().enumerate() {
+        let bound = 2.0 * steps * 2f64.powi(-24) * 2.0 * model.magnitude[i] + model.slack[i] + steps * MIN_NORMAL;
+        let e = (y as f64 - model.y[i]).abs();
+        if e > bound {
+            return broken(format!(
+                "output {i}: {y:e} differs from the q8_1 model of A8 arithmetic ({:e}) by {e:e} > its rounding bound {bound:e}: a wrong code or map",
+                model.y[i]
+            ));
+        }
+    }
+    let max_ref = reference.y.iter().fold(0f64, |m, y| m.max(y.abs()));
+    let bound = A8_MAX_RELATIVE * max_ref + A8_MAX_ABSOLUTE;
+    let (mut num, mut den, mut worst, mut at) = (0f64, 0f64, 0f64, 0);
+    for (i, (&y, &yr)) in got.iter().zip(&reference.y).enumerate() {
+        let e = y as f64 - yr;
+        (num, den) = (num + e * e, den + yr * yr);
+        if e.abs() > worst {
+            (worst, at) = (e.abs(), i);
+        }
+    }
+    let l2 = if den > 0.0 { num / den } else { num };
+    let of_bound = (worst / bound).max(l2 / A8_SQUARED_L2);
+    let mut j = A8Judgement {
+        verdict: Verdict::Pass,
+        of_bound,
+        l2_parts: (num, den),
+        max_parts: (worst, max_ref),
+        detail: String::new(),
+    };
+    if n < L2_MIN_OUTPUTS {
+        return j;
+    }
+    if worst > bound {
+        j.verdict = Verdict::Fail;
+        j.detail = format!(
+            "output {at}: |{:e} - {:e}| = {worst:e} > 0.06 max|y_ref| + 1/256 = {bound:e}",
+            got[at], reference.y[at]
+        );
+    } else if l2 > A8_SQUARED_L2 {
+        j.verdict = Verdict::Fail;
+        j.detail = format!("Σ(y - y_ref)² / Σ y_ref² = {l2:e} > {A8_SQUARED_L2:e}");
+    }
+    j
+}
+
+struct A8Judgement {
+    verdict: Verdict,
+    of_bound: f64,
+    l2_parts: (f64, f64),
+    max_parts: (f64, f64),
+    detail: String,
+}
+
 fn rel_l2((num, den): (f64, f64)) -> f64 {
     if den > 0.0 {
         (num / den).sqrt()
@@ -275,6 +366,7 @@ fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResul
         of_bound: 0.0,
         rel_l2: 0.0,
         l2_parts: (0.0, 0.0),
+        max_parts: (0.0, 0.0),
         detail: String::new(),
     }
 }
@@ -361,8 +453,20 @@ pub async fn check_matmul(
     columns: usize,
     variant: Variant,
 ) -> Result<CaseResult> {
+    check_product(gpu, tensor, xs, columns, Op::Matmul, variant).await
+}
+
+/// A product op (A32 `matmul` or A8 `matmul_a8`) judged by its profile's criterion.
+pub async fn check_product(
+    gpu: &Gpu,
+    tensor: &EncodedTensor<'_>,
+    xs: &[f32],
+    columns: usize,
+    op: Op,
+    variant: Variant,
+) -> Result<CaseResult> {
     let uploaded = gpu.upload(&tensor.validate()?).await?;
-    matmul_on(gpu, tensor, &uploaded, xs, columns, variant).await
+    matmul_on(gpu, tensor, &uploaded, xs, columns, op, variant).await
 }
 
 async fn matmul_on(
@@ -371,14 +475,26 @@ async fn matmul_on(
     uploaded: &GpuTensor,
     xs: &[f32],
     columns: usize,
+    op: Op,
     variant: Variant,
 ) -> Result<CaseResult> {
     let format = tensor.format();
-    let mut result = blank(format, Op::Matmul, variant, tensor.shape());
+    let mut result = blank(format, op, variant, tensor.shape());
     result.columns = columns;
-    result.criterion = "A32".into();
     let reference = oracle::matmul(tensor, xs, columns)?;
-    let got = gpu.matmul_with(uploaded, xs, columns, variant).await?;
+    let got = gpu.product(uploaded, xs, columns, op, variant).await?;
+    if op == Op::MatmulA8 {
+        result.criterion = "A8 (q8_1)".into();
+        let model = oracle::matmul_a8_model(tensor, xs, columns)?;
+        let k = *tensor.shape().last().unwrap_or(&1);
+        let j = judge_a8(&reference, &model, k, &got);
+        (result.verdict, result.of_bound, result.l2_parts, result.max_parts, result.detail) =
+            (j.verdict, j.of_bound, j.l2_parts, j.max_parts, j.detail);
+        result.max_error = result.of_bound;
+        result.rel_l2 = rel_l2(result.l2_parts);
+        return Ok(result);
+    }
+    result.criterion = "A32".into();
     let k = *tensor.shape().last().unwrap_or(&1);
     let probe = flushes(gpu).then(|| "probe: 2^-100 * 2^-30 returned 0, not the subnormal 2^-130".to_string());
     let case = MatmulCase {
@@ -423,7 +539,7 @@ pub async fn run_case(
 ) -> Result<CaseResult> {
     let words = match op {
         Op::Dequant | Op::Gather => Words::All,
-        Op::Matmul => Words::Finite,
+        Op::Matmul | Op::MatmulA8 => Words::Finite,
     };
     let logical = random_words(format, shape, divisors(format, shape), rng, words)?;
     let tensor = EncodedTensor::encode(&logical, format.spec().layouts[0])?;
@@ -433,9 +549,9 @@ pub async fn run_case(
             let rows = gather_rows(shape[0], rng);
             check_gather(gpu, &tensor, &rows).await
         }
-        Op::Matmul => {
+        Op::Matmul | Op::MatmulA8 => {
             let xs = random_activation(*shape.last().unwrap_or(&1) * columns, rng);
-            check_matmul(gpu, &tensor, &xs, columns, variant).await
+            check_product(gpu, &tensor, &xs, columns, op, variant).await
         }
     }
 }
@@ -459,7 +575,7 @@ pub async fn run(
                     continue;
                 }
                 let column_set: &[usize] = match op {
-                    Op::Matmul => &COLUMNS,
+                    Op::Matmul | Op::MatmulA8 => &COLUMNS,
                     Op::Dequant | Op::Gather => &[1],
                 };
                 for shape in shapes(format, tier) {
@@ -467,7 +583,7 @@ pub async fn run(
                     for &columns in column_set {
                         let runs = match op {
                             Op::Dequant => true,
-                            Op::Matmul | Op::Gather => rank2,
+                            Op::Matmul | Op::MatmulA8 | Op::Gather => rank2,
                         };
                         if !runs {
                             continue;
@@ -489,8 +605,8 @@ pub async fn run(
                         results.push(r);
                     }
                 }
-                if op == Op::Matmul {
-                    judge_l2_together(&mut results, format, variant);
+                if op.is_product() {
+                    judge_l2_together(&mut results, format, op, variant);
                 }
             }
         }
@@ -498,20 +614,40 @@ pub async fn run(
     results
 }
 
-/// The relative L2 check over all matmul outputs of one (format, variant): the small cases
-/// that were not judged alone are judged here, together with the rest.
-fn judge_l2_together(results: &mut [CaseResult], format: Format, variant: Variant) {
-    let group = |r: &CaseResult| r.format == format.name() && r.op == Op::Matmul.name() && r.variant == variant.name();
+/// The relative L2 check over all outputs of one (format, product op, variant): the small cases
+/// that were not judged alone are judged here, together with the rest (A32: the relative L2
+/// error against 1e-5; A8: its square against 5e-4, and the small cases' largest error against
+/// 0.06 times their largest exact output plus 1/256).
+fn judge_l2_together(results: &mut [CaseResult], format: Format, op: Op, variant: Variant) {
+    let group = |r: &CaseResult| r.format == format.name() && r.op == op.name() && r.variant == variant.name();
+    if op == Op::MatmulA8 {
+        let small = |r: &CaseResult| group(r) && r.shape.first().map_or(0, |n| n * r.columns) < L2_MIN_OUTPUTS;
+        let (worst, max_ref) = results
+            .iter()
+            .filter(|r| small(r))
+            .fold((0f64, 0f64), |(w, m), r| (w.max(r.max_parts.0), m.max(r.max_parts.1)));
+        let bound = A8_MAX_RELATIVE * max_ref + A8_MAX_ABSOLUTE;
+        if worst > bound {
+            for r in results.iter_mut().filter(|r| small(r) && r.verdict == Verdict::Pass) {
+                r.verdict = Verdict::Fail;
+                r.detail = format!(
+                    "over the small {format} matmul_a8 {} cases together: max|y - y_ref| = {worst:e} > 0.06 max|y_ref| + 1/256 = {bound:e}",
+                    variant.name()
+                );
+            }
+        }
+    }
     let parts = results.iter().filter(|r| group(r)).fold((0.0, 0.0), |(n, d), r| (n + r.l2_parts.0, d + r.l2_parts.1));
     let rel = rel_l2(parts);
-    if rel > A32_REL_L2 {
+    let (value, bound, what) = match op {
+        Op::MatmulA8 => (rel * rel, A8_SQUARED_L2, "squared relative L2 error"),
+        Op::Matmul | Op::Dequant | Op::Gather => (rel, A32_REL_L2, "relative L2 error"),
+    };
+    if value > bound {
         for r in results.iter_mut().filter(|r| group(r) && r.verdict == Verdict::Pass) {
             r.verdict = Verdict::Fail;
-            r.detail = format!(
-                "relative L2 error over all {} {} matmul outputs is {rel:e} > {A32_REL_L2:e}",
-                format,
-                variant.name()
-            );
+            r.detail =
+                format!("{what} over all {format} {} {} outputs is {value:e} > {bound:e}", op.name(), variant.name());
         }
     }
 }
@@ -564,11 +700,11 @@ pub async fn verify_tensor(gpu: &Gpu, name: &str, tensor: &EncodedTensor<'_>, rn
         let result = match (op, tensor.shape()) {
             (Op::Dequant, _) => dequant_on(gpu, tensor, &uploaded).await?,
             (Op::Gather, [n, _]) => gather_on(gpu, tensor, &uploaded, &gather_rows(*n, rng)).await?,
-            (Op::Matmul, [_, k]) => {
+            (Op::Matmul | Op::MatmulA8, [_, k]) => {
                 let xs = random_activation(k * VERIFY_COLUMNS, rng);
-                matmul_on(gpu, tensor, &uploaded, &xs, VERIFY_COLUMNS, variant).await?
+                matmul_on(gpu, tensor, &uploaded, &xs, VERIFY_COLUMNS, op, variant).await?
             }
-            (Op::Gather | Op::Matmul, shape) => {
+            (Op::Gather | Op::Matmul | Op::MatmulA8, shape) => {
                 report.not_run.push((op.name().to_string(), format!("needs a rank-2 tensor, shape is {shape:?}")));
                 continue;
             }

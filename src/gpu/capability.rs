@@ -34,10 +34,17 @@ pub struct Row {
 /// is which ops make sense for its values.
 fn format_rule(format: Format, op: Op) -> Status {
     match (format.category(), op) {
-        (Category::DirectInt, Op::Matmul) => {
+        (Category::DirectInt, Op::Matmul | Op::MatmulA8) => {
             Status::Unsupported("int32 has no matmul: integer tensors are indexes, not weights".into())
         }
         (Category::DirectInt, Op::Dequant | Op::Gather) => Status::Supported,
+        (Category::GgufBlock, Op::MatmulA8) => Status::Supported,
+        (
+            Category::DirectFloat | Category::Grouped | Category::BlockScaledFloat | Category::RowScaledFloat,
+            Op::MatmulA8,
+        ) => Status::Unsupported(format!(
+            "the A8 profile is ggml's product arithmetic (q8_1 activations) for gguf block types; {format} runs A32"
+        )),
         (
             Category::DirectFloat
             | Category::Grouped
@@ -52,19 +59,31 @@ fn format_rule(format: Format, op: Op) -> Status {
 /// The op-level rule for a variant.
 fn variant_rule(op: Op, variant: Variant) -> Status {
     match (op, variant) {
-        (Op::Dequant | Op::Gather | Op::Matmul, Variant::Workgroup) | (Op::Matmul, Variant::Subgroup) => {
-            Status::Supported
-        }
+        (Op::Dequant | Op::Gather | Op::Matmul | Op::MatmulA8, Variant::Workgroup)
+        | (Op::Matmul | Op::MatmulA8, Variant::Subgroup)
+        | (Op::MatmulA8, Variant::EmulatedDot) => Status::Supported,
         (Op::Dequant | Op::Gather, Variant::Subgroup) => {
             Status::Unsupported(format!("{} has no reduction, so no subgroup variant", op.name()))
+        }
+        (Op::Dequant | Op::Gather | Op::Matmul, Variant::EmulatedDot) => {
+            Status::Unsupported(format!("{} has no integer dot product to emulate", op.name()))
         }
     }
 }
 
 /// The platform-level rule for a variant.
-fn platform_rule(platform: &Platform, variant: Variant) -> Status {
+fn platform_rule(platform: &Platform, op: Op, variant: Variant) -> Status {
+    let packed = match (op, variant) {
+        (Op::MatmulA8, Variant::Workgroup | Variant::Subgroup) if !platform.has_packed_dot => Status::Unsupported(
+            "the platform's WGSL lacks packed_4x8_integer_dot_product (the emulated-dot variant runs instead)".into(),
+        ),
+        _ => Status::Supported,
+    };
+    if packed != Status::Supported {
+        return packed;
+    }
     match variant {
-        Variant::Workgroup => Status::Supported,
+        Variant::Workgroup | Variant::EmulatedDot => Status::Supported,
         Variant::Subgroup if !platform.has_subgroups => Status::Unsupported("the adapter does not offer the SUBGROUP feature".into()),
         Variant::Subgroup if platform.probes.subgroups_contiguous != Some(true) => Status::Unsupported(format!(
             "subgroups are not runs of consecutive invocations with a size dividing 64 here (probe: {:?}, sizes {}..{})",
@@ -85,7 +104,7 @@ pub fn status(format: Format, layout: Layout, op: Op, variant: Variant, platform
         }
     }
     match platform {
-        Some(p) => platform_rule(p, variant),
+        Some(p) => platform_rule(p, op, variant),
         None => Status::Supported,
     }
 }
@@ -141,11 +160,12 @@ pub fn kernel_keys() -> Vec<KernelKey> {
     keys
 }
 
-/// The fastest supported variant of an op on this platform.
+/// The fastest supported variant of an op on this platform: subgroups where they work, the
+/// packed dot product where the platform has it.
 pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
     let layout = format.spec().layouts[0];
-    match status(format, layout, op, Variant::Subgroup, Some(platform)) {
-        Status::Supported => Variant::Subgroup,
-        Status::Unsupported(_) => Variant::Workgroup,
-    }
+    [Variant::Subgroup, Variant::Workgroup, Variant::EmulatedDot]
+        .into_iter()
+        .find(|&v| status(format, layout, op, v, Some(platform)) == Status::Supported)
+        .unwrap_or(Variant::Workgroup)
 }

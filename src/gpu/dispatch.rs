@@ -49,6 +49,8 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
 
 /// A kernel planned over one tensor, ready to run many times.
 pub struct Prepared {
+    /// A8: the activation quantization dispatch, recorded before the kernel's passes.
+    quantize: Option<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 2])>,
     pipeline: wgpu::ComputePipeline,
     passes: Vec<(wgpu::BindGroup, [u32; 2])>,
     /// The output buffers in output order, with their words.
@@ -75,10 +77,14 @@ impl Prepared {
         input: &[u32],
     ) -> Result<Prepared> {
         let pipeline = gpu.pipeline(key).await?;
+        let quantize_pipeline = match plan.quantize {
+            Some(_) => Some(gpu.quantize_pipeline().await?),
+            None => None,
+        };
         let grid = gpu.grid_buffer(key.format).await?;
         let label = format!("{} {:?}", key.label(), tensor.desc().shape);
         let device = gpu.device();
-        let (outputs, passes) = gpu
+        let (outputs, passes, quantize) = gpu
             .scoped(&format!("allocating and binding {label}"), || {
                 let outputs: Vec<(wgpu::Buffer, u64)> = plan
                     .outputs
@@ -96,11 +102,45 @@ impl Prepared {
                     })
                     .collect();
                 let contents: &[u32] = if input.is_empty() { &[0; 4] } else { input };
-                let input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                let f32_input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some("ninfer-wgpu op input"),
                     contents: bytemuck::cast_slice(contents),
                     usage: wgpu::BufferUsages::STORAGE,
                 });
+                // A8: the quantize pass writes the q8_1 words the kernel then reads as its input.
+                let (input, quantize) = match (&plan.quantize, quantize_pipeline) {
+                    (Some(q), Some(qp)) => {
+                        let q8 = device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some("ninfer-wgpu q8_1 activation"),
+                            size: (plan.x_words * 4).max(4),
+                            usage: wgpu::BufferUsages::STORAGE,
+                            mapped_at_creation: false,
+                        });
+                        let mut bytes = bytemuck::bytes_of(&q.params).to_vec();
+                        bytes.resize(bytes.len().div_ceil(16) * 16, 0);
+                        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some("ninfer-wgpu quantize params"),
+                            contents: &bytes,
+                            usage: wgpu::BufferUsages::UNIFORM,
+                        });
+                        // The planes are unused by this kernel; the layout still wants buffers.
+                        let unused = f32_input.as_entire_binding();
+                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some("quantize_q8_1"),
+                            layout: &gpu.layout,
+                            entries: &[
+                                wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 1, resource: unused.clone() },
+                                wgpu::BindGroupEntry { binding: 2, resource: unused.clone() },
+                                wgpu::BindGroupEntry { binding: 3, resource: unused },
+                                wgpu::BindGroupEntry { binding: 4, resource: f32_input.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 5, resource: q8.as_entire_binding() },
+                            ],
+                        });
+                        (q8, Some((qp, bind_group, q.groups)))
+                    }
+                    _ => (f32_input, None),
+                };
                 let passes: Vec<_> = plan
                     .passes
                     .iter()
@@ -138,10 +178,10 @@ impl Prepared {
                         (bind_group, pass.groups)
                     })
                     .collect();
-                (outputs, passes)
+                (outputs, passes, quantize)
             })
             .await?;
-        Ok(Prepared { pipeline, passes, outputs, out_words: plan.out_words, label })
+        Ok(Prepared { quantize, pipeline, passes, outputs, out_words: plan.out_words, label })
     }
 
     /// Number of passes the op was split into (1 unless windows were needed).
@@ -158,6 +198,11 @@ impl Prepared {
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) {
         let mut pass = encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&self.label), timestamp_writes: None });
+        if let Some((pipeline, bind_group, [gx, gy])) = &self.quantize {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(*gx, *gy, 1);
+        }
         pass.set_pipeline(&self.pipeline);
         for (bind_group, [gx, gy]) in &self.passes {
             pass.set_bind_group(0, bind_group, &[]);

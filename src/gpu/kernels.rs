@@ -17,7 +17,13 @@ const CODEC_GGUF_BLOCKS: &str = include_str!("../../shaders/codecs/gguf_blocks.w
 const OP_WEIGHTS: &str = include_str!("../../shaders/ops/weights.wgsl");
 const OP_DEQUANT: &str = include_str!("../../shaders/ops/dequant.wgsl");
 const OP_GATHER: &str = include_str!("../../shaders/ops/gather.wgsl");
+const CODEC_GGUF_CODES: &str = include_str!("../../shaders/codecs/gguf_codes.wgsl");
 const OP_MATMUL: &str = include_str!("../../shaders/ops/matmul.wgsl");
+const OP_MATMUL_A32: &str = include_str!("../../shaders/ops/matmul_a32.wgsl");
+const OP_MATMUL_A8: &str = include_str!("../../shaders/ops/matmul_a8.wgsl");
+const OP_DOT4_PACKED: &str = include_str!("../../shaders/ops/dot4_packed.wgsl");
+const OP_DOT4_EMULATED: &str = include_str!("../../shaders/ops/dot4_emulated.wgsl");
+const OP_QUANTIZE_Q8_1: &str = include_str!("../../shaders/ops/quantize_q8_1.wgsl");
 const OP_MATMUL_SUBGROUP: &str = include_str!("../../shaders/ops/matmul_subgroup.wgsl");
 pub(crate) const PROBE: &str = include_str!("../../shaders/ops/probe.wgsl");
 pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../shaders/ops/probe_subgroup.wgsl");
@@ -39,17 +45,25 @@ pub const MAX_COLUMNS: usize = 8;
 pub enum Op {
     /// Every weight's exact word, C order.
     Dequant,
-    /// `Y = W X` for 1..=8 activation columns (one column: matvec).
+    /// `Y = W X` for 1..=8 activation columns (one column: matvec), A32 profile: exact
+    /// weights times the f32 activation.
     Matmul,
+    /// `Y = W X`, A8 profile: the activation quantized on the GPU to ggml's q8_1, integer dot
+    /// products with the weights' int8 codes, f32 accumulation (ggml blocks only).
+    MatmulA8,
     /// The exact words of requested rows, in request order.
     Gather,
 }
 
-/// How a kernel reduces: portable workgroup memory, or subgroup operations where offered.
+/// Which optional platform features a kernel uses: `Workgroup` reduces through workgroup memory
+/// (for A8: with `dot4I8Packed`), `Subgroup` with subgroup operations where offered, and
+/// `EmulatedDot` is A8 without WGSL's packed_4x8_integer_dot_product (the portable fallback,
+/// tested on every platform).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Variant {
     Workgroup,
     Subgroup,
+    EmulatedDot,
 }
 
 /// The WGSL codec of each layout family.
@@ -74,22 +88,62 @@ pub enum RowRule {
 }
 
 impl Op {
-    pub const ALL: [Op; 3] = [Op::Dequant, Op::Matmul, Op::Gather];
+    pub const ALL: [Op; 4] = [Op::Dequant, Op::Matmul, Op::MatmulA8, Op::Gather];
     pub fn name(self) -> &'static str {
         match self {
             Op::Dequant => "dequant",
             Op::Matmul => "matmul",
+            Op::MatmulA8 => "matmul_a8",
             Op::Gather => "gather",
+        }
+    }
+
+    /// Whether the op multiplies by activation columns (either profile).
+    pub fn is_product(self) -> bool {
+        match self {
+            Op::Matmul | Op::MatmulA8 => true,
+            Op::Dequant | Op::Gather => false,
+        }
+    }
+}
+
+/// The arithmetic a product uses (criteria.md): a user's choice, `--profile a32|a8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Profile {
+    A32,
+    A8,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 2] = [Profile::A32, Profile::A8];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::A32 => "a32",
+            Profile::A8 => "a8",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The op that computes a product in this profile.
+    pub fn op(self) -> Op {
+        match self {
+            Profile::A32 => Op::Matmul,
+            Profile::A8 => Op::MatmulA8,
         }
     }
 }
 
 impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::Workgroup, Variant::Subgroup];
+    pub const ALL: [Variant; 3] = [Variant::Workgroup, Variant::Subgroup, Variant::EmulatedDot];
     pub fn name(self) -> &'static str {
         match self {
             Variant::Workgroup => "workgroup",
             Variant::Subgroup => "subgroup",
+            Variant::EmulatedDot => "emulated-dot",
         }
     }
 }
@@ -177,10 +231,10 @@ impl KernelKey {
 
     pub fn entry_point(&self) -> &'static str {
         match (self.op, self.variant) {
-            (Op::Dequant, Variant::Workgroup | Variant::Subgroup) => "dequant",
-            (Op::Gather, Variant::Workgroup | Variant::Subgroup) => "gather",
-            (Op::Matmul, Variant::Workgroup) => "matmul",
-            (Op::Matmul, Variant::Subgroup) => "matmul_subgroup",
+            (Op::Dequant, _) => "dequant",
+            (Op::Gather, _) => "gather",
+            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot) => "matmul",
+            (Op::Matmul | Op::MatmulA8, Variant::Subgroup) => "matmul_subgroup",
         }
     }
 }
@@ -269,11 +323,18 @@ pub fn constants(key: KernelKey) -> Result<String> {
 pub fn assemble(key: KernelKey) -> Result<String> {
     // No `enable subgroups;` line here: see [`for_device`].
     let mut s = constants(key)?;
+    // The capability table keeps every combination below from being built where it is not
+    // supported; the variant of an op without alternatives changes nothing in its source.
     let op: &[&str] = match (key.op, key.variant) {
-        (Op::Dequant, Variant::Workgroup | Variant::Subgroup) => &[OP_WEIGHTS, OP_DEQUANT],
-        (Op::Gather, Variant::Workgroup | Variant::Subgroup) => &[OP_WEIGHTS, OP_GATHER],
-        (Op::Matmul, Variant::Workgroup) => &[OP_MATMUL],
-        (Op::Matmul, Variant::Subgroup) => &[OP_MATMUL, OP_MATMUL_SUBGROUP],
+        (Op::Dequant, _) => &[OP_WEIGHTS, OP_DEQUANT],
+        (Op::Gather, _) => &[OP_WEIGHTS, OP_GATHER],
+        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot) => &[OP_MATMUL_A32, OP_MATMUL],
+        (Op::Matmul, Variant::Subgroup) => &[OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],
+        (Op::MatmulA8, Variant::Workgroup) => &[CODEC_GGUF_CODES, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL],
+        (Op::MatmulA8, Variant::Subgroup) => {
+            &[CODEC_GGUF_CODES, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL, OP_MATMUL_SUBGROUP]
+        }
+        (Op::MatmulA8, Variant::EmulatedDot) => &[CODEC_GGUF_CODES, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
     };
     for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
         s.push('\n');
@@ -281,6 +342,14 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     }
     Ok(s)
 }
+
+/// The A8 activation kernel (`ops/quantize_q8_1.wgsl`): format-independent, one per device.
+pub fn quantize_q8_1_source() -> String {
+    format!("// quantize_q8_1\n{}\n{COMMON}\n{OP_QUANTIZE_Q8_1}", super::params::wgsl())
+}
+
+/// Words per chunk of the A8 activation (`ops/matmul_a8.wgsl`): 8 of codes, d, two sums, 0.
+pub const Q8_1_CHUNK_WORDS: usize = 12;
 
 /// A module as the device's compiler takes it. In a browser, wgpu's WebGPU backend hands WGSL
 /// to the browser's own compiler, which requires `enable subgroups;` before subgroup builtins;
@@ -334,7 +403,20 @@ mod tests {
                 let tests = CODEC_GGUF_BLOCKS.matches(&format!("if {flag} ")).count()
                     + CODEC_GGUF_BLOCKS.matches(&format!("|| {flag} ")).count();
                 assert_eq!(tests, 2, "{flag}: tested once by chunk_levels and once by chunk_affine");
+                let a8 = CODEC_GGUF_CODES.matches(&format!("if {flag} ")).count()
+                    + CODEC_GGUF_CODES.matches(&format!("|| {flag} ")).count();
+                assert_eq!(a8, 2, "{flag}: tested once by chunk_codes and once by chunk_affine8");
             }
+        }
+    }
+
+    #[test]
+    fn no_signed_grid_has_a_zero_byte() {
+        // codecs/gguf_codes.wgsl negates grid bytes as (g ^ 0xff) + 1, which would carry into the
+        // next byte for g = 0.
+        for format in [Format::GgufIq2Xxs, Format::GgufIq2Xs, Format::GgufIq2S, Format::GgufIq3Xxs, Format::GgufIq3S] {
+            let grid = gguf_grid(format).unwrap();
+            assert!(grid.iter().all(|w| w.to_le_bytes().iter().all(|&b| b != 0)), "{format}: a zero grid byte");
         }
     }
 }

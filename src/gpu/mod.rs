@@ -19,7 +19,7 @@ pub mod platform;
 mod tensor;
 
 pub use dispatch::{Prepared, READ_CHUNK};
-pub use kernels::{Op, Variant, MAX_COLUMNS};
+pub use kernels::{Op, Profile, Variant, MAX_COLUMNS};
 pub use platform::Platform;
 pub use tensor::{GpuTensor, UPLOAD_CHUNK};
 
@@ -90,13 +90,20 @@ fn preference(info: &wgpu::AdapterInfo) -> (u8, u8) {
 
 /// Every adapter the machine offers, in preference order.
 pub async fn adapters() -> Vec<AdapterEntry> {
-    let mut list: Vec<AdapterEntry> = instance()
+    let instance = instance();
+    let language = instance.wgsl_language_features();
+    let mut list: Vec<AdapterEntry> = instance
         .enumerate_adapters(wgpu::Backends::all())
         .await
         .into_iter()
         .filter(|a| a.get_info().backend != wgpu::Backend::Noop)
         .map(|adapter| AdapterEntry {
-            platform: Platform::from_adapter(&adapter.get_info(), adapter.features(), &adapter.limits()),
+            platform: Platform::from_adapter(
+                &adapter.get_info(),
+                adapter.features(),
+                &adapter.limits(),
+                language.clone(),
+            ),
             adapter,
         })
         .collect();
@@ -125,6 +132,8 @@ pub struct Gpu {
     layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
     pipelines: Mutex<HashMap<KernelKey, wgpu::ComputePipeline>>,
+    /// The A8 activation kernel, built on first use.
+    quantize_q8_1: Mutex<Option<wgpu::ComputePipeline>>,
     grids: Mutex<HashMap<crate::Format, wgpu::Buffer>>,
     lost: Arc<AtomicBool>,
     max_memory: Option<u64>,
@@ -214,8 +223,11 @@ impl Gpu {
         let lost = Arc::new(AtomicBool::new(false));
         let flag = lost.clone();
         device.set_device_lost_callback(move |_, _| flag.store(true, Ordering::SeqCst));
-        let mut platform = Platform::from_adapter(&adapter.get_info(), device.features(), &device.limits());
+        let none = wgpu::WgslLanguageFeatures::empty();
+        let mut platform = Platform::from_adapter(&adapter.get_info(), device.features(), &device.limits(), none);
         platform.features = entry.platform.features.clone();
+        // WGSL language features belong to the instance, found at enumeration.
+        platform.has_packed_dot = entry.platform.has_packed_dot;
         let layout = dispatch::bind_group_layout(&device);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("ninfer-wgpu kernels"),
@@ -229,6 +241,7 @@ impl Gpu {
             layout,
             pipeline_layout,
             pipelines: Mutex::new(HashMap::new()),
+            quantize_q8_1: Mutex::new(None),
             grids: Mutex::new(HashMap::new()),
             lost,
             max_memory: options.max_memory,
@@ -297,35 +310,48 @@ impl Gpu {
             return Ok(p.clone());
         }
         let source = kernels::for_device(kernels::assemble(key)?, key.variant == Variant::Subgroup);
-        let label = key.label();
-        let pipeline = self
-            .scoped(&format!("compiling {label}"), || {
-                let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(&label),
-                    source: wgpu::ShaderSource::Wgsl(source.into()),
-                });
-                self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&label),
-                    layout: Some(&self.pipeline_layout),
-                    module: &module,
-                    entry_point: Some(key.entry_point()),
-                    // Every kernel writes its workgroup slots before reading them, so wgpu's
-                    // zero-fill is only cost: on GL it becomes an array constructor of one value per
-                    // slot, and Mesa then takes a minute to compile the 8 KiB matmul array (4 s
-                    // without it). Browsers zero-fill regardless.
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        zero_initialize_workgroup_memory: false,
-                        ..Default::default()
-                    },
-                    cache: None,
-                })
-            })
-            .await?;
+        let pipeline = self.compile(&key.label(), source, key.entry_point()).await?;
         self.pipelines
             .lock()
             .map_err(|_| Error::Gpu("pipeline cache poisoned by an earlier panic".into()))?
             .insert(key, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// The A8 activation kernel (`ops/quantize_q8_1.wgsl`), built once per device.
+    async fn quantize_pipeline(&self) -> Result<wgpu::ComputePipeline> {
+        let poisoned = || Error::Gpu("pipeline cache poisoned by an earlier panic".into());
+        if let Some(p) = self.quantize_q8_1.lock().map_err(|_| poisoned())?.as_ref() {
+            return Ok(p.clone());
+        }
+        let pipeline = self.compile("quantize_q8_1", kernels::quantize_q8_1_source(), "quantize_q8_1").await?;
+        *self.quantize_q8_1.lock().map_err(|_| poisoned())? = Some(pipeline.clone());
+        Ok(pipeline)
+    }
+
+    async fn compile(&self, label: &str, source: String, entry: &str) -> Result<wgpu::ComputePipeline> {
+        self.scoped(&format!("compiling {label}"), || {
+            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: Some(&self.pipeline_layout),
+                module: &module,
+                entry_point: Some(entry),
+                // Every kernel writes its workgroup slots before reading them, so wgpu's
+                // zero-fill is only cost: on GL it becomes an array constructor of one value per
+                // slot, and Mesa then takes a minute to compile the 8 KiB matmul array (4 s
+                // without it). Browsers zero-fill regardless.
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: false,
+                    ..Default::default()
+                },
+                cache: None,
+            })
+        })
+        .await
     }
 
     /// The i-quant grid of `format` on this device (uploaded once), or `None` for formats
@@ -447,14 +473,26 @@ impl Gpu {
         self.prepare(tensor, Request::Dequant, Variant::Workgroup, &[]).await?.run_into(self, sink).await
     }
 
-    /// `Y = W X` with the fastest supported variant: `xs` holds `columns` activation vectors of K
-    /// values back to back; the result holds `columns` vectors of N outputs back to back.
+    /// `Y = W X` (A32) with the fastest supported variant: `xs` holds `columns` activation
+    /// vectors of K values back to back; the result holds `columns` vectors of N outputs back to
+    /// back.
     pub async fn matmul(&self, tensor: &GpuTensor, xs: &[f32], columns: usize) -> Result<Vec<f32>> {
-        let variant = capability::best_variant(tensor.desc().format, Op::Matmul, &self.platform);
-        self.matmul_with(tensor, xs, columns, variant).await
+        self.matmul_in(tensor, xs, columns, Profile::A32).await
     }
 
-    /// `Y = W X` with a chosen variant (tests run every supported one).
+    /// `Y = W X` in a chosen profile, with its fastest supported variant.
+    pub async fn matmul_in(
+        &self,
+        tensor: &GpuTensor,
+        xs: &[f32],
+        columns: usize,
+        profile: Profile,
+    ) -> Result<Vec<f32>> {
+        let variant = capability::best_variant(tensor.desc().format, profile.op(), &self.platform);
+        self.product(tensor, xs, columns, profile.op(), variant).await
+    }
+
+    /// `Y = W X` (A32) with a chosen variant (tests run every supported one).
     pub async fn matmul_with(
         &self,
         tensor: &GpuTensor,
@@ -462,7 +500,26 @@ impl Gpu {
         columns: usize,
         variant: Variant,
     ) -> Result<Vec<f32>> {
-        let prepared = self.prepare(tensor, Request::Matmul { columns }, variant, xs).await?;
+        self.product(tensor, xs, columns, Op::Matmul, variant).await
+    }
+
+    /// A product op (`Matmul` or `MatmulA8`) with a chosen variant.
+    pub async fn product(
+        &self,
+        tensor: &GpuTensor,
+        xs: &[f32],
+        columns: usize,
+        op: Op,
+        variant: Variant,
+    ) -> Result<Vec<f32>> {
+        let request = match op {
+            Op::MatmulA8 => Request::MatmulA8 { columns },
+            Op::Matmul => Request::Matmul { columns },
+            Op::Dequant | Op::Gather => {
+                return Err(Error::Unsupported(format!("{} is not a product", op.name())));
+            }
+        };
+        let prepared = self.prepare(tensor, request, variant, xs).await?;
         Ok(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits).collect())
     }
 
@@ -485,18 +542,18 @@ impl Gpu {
         let op = request.op();
         capability::check(desc.format, desc.layout, op, variant, Some(&self.platform))?;
         let columns = match request {
-            Request::Matmul { columns } => columns,
+            Request::Matmul { columns } | Request::MatmulA8 { columns } => columns,
             Request::Dequant | Request::Gather { .. } => 1,
         };
         let k = match (op, desc.shape.as_slice()) {
             (Op::Dequant, _) => 0,
-            (Op::Matmul | Op::Gather, [_, k]) => *k,
-            (Op::Matmul | Op::Gather, s) => {
+            (Op::Matmul | Op::MatmulA8 | Op::Gather, [_, k]) => *k,
+            (Op::Matmul | Op::MatmulA8 | Op::Gather, s) => {
                 return Err(Error::Unsupported(format!("{} needs a rank-2 [N, K] tensor, got shape {s:?}", op.name())))
             }
         };
         match op {
-            Op::Matmul => {
+            Op::Matmul | Op::MatmulA8 => {
                 if columns == 0 || columns > MAX_COLUMNS {
                     return Err(Error::Unsupported(format!(
                         "matmul takes 1..={MAX_COLUMNS} activation columns, got {columns}"
@@ -517,11 +574,13 @@ impl Gpu {
             }
         }
         let plan = plan::plan(desc.format, tensor.geometry(), request, &self.plan_limits(), tensor.placement())?;
-        // The kernel reads each column zero-padded to whole chunks; gather reads its pairs.
+        // The kernel (A8: the quantize pass) reads each column zero-padded to whole chunks;
+        // gather reads its pairs.
         let input: Vec<u32> = match op {
-            Op::Matmul => {
-                let padded = plan.x_words as usize / columns;
-                let mut words = vec![0u32; plan.x_words as usize];
+            Op::Matmul | Op::MatmulA8 => {
+                let f32_words = plan.quantize.as_ref().map_or(plan.x_words, |q| q.f32_words) as usize;
+                let padded = f32_words / columns;
+                let mut words = vec![0u32; f32_words];
                 for (j, column) in xs.chunks_exact(k.max(1)).enumerate().take(columns) {
                     for (w, x) in words[j * padded..].iter_mut().zip(column) {
                         *w = x.to_bits();

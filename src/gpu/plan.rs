@@ -101,8 +101,12 @@ pub struct PlanLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Request<'a> {
     Dequant,
-    /// `columns` activation columns of K values each.
+    /// `columns` activation columns of K values each (A32).
     Matmul {
+        columns: usize,
+    },
+    /// The same product in the A8 profile: the columns are quantized to q8_1 on the device first.
+    MatmulA8 {
         columns: usize,
     },
     /// Row indices in request order (repeats allowed).
@@ -116,6 +120,7 @@ impl Request<'_> {
         match self {
             Request::Dequant => Op::Dequant,
             Request::Matmul { .. } => Op::Matmul,
+            Request::MatmulA8 { .. } => Op::MatmulA8,
             Request::Gather { .. } => Op::Gather,
         }
     }
@@ -252,8 +257,11 @@ pub struct Plan {
     /// Words of each output buffer, in output order (more than one where the output is larger
     /// than a buffer: dequant by rows, gather by requests).
     pub outputs: Vec<u64>,
-    /// Activation words the kernel reads: J columns of K padded to whole chunks (matmul).
+    /// Activation words the kernel reads: J columns of K padded to whole chunks (matmul), or
+    /// their q8_1 form (A8: [`kernels::Q8_1_CHUNK_WORDS`] per chunk).
     pub x_words: u64,
+    /// A8: the dispatch that quantizes the f32 columns into the words the kernel reads.
+    pub quantize: Option<QuantizePass>,
     /// Gather's (output row, pass-local source row) pairs, grouped by pass.
     pub index: Vec<u32>,
 }
@@ -329,7 +337,7 @@ pub fn plan(
     // What the op reads and writes besides the payload, checked before anything else.
     let (columns, requests) = match request {
         Request::Dequant => (1, &[][..]),
-        Request::Matmul { columns } => {
+        Request::Matmul { columns } | Request::MatmulA8 { columns } => {
             if columns == 0 || columns > MAX_COLUMNS {
                 return Err(Error::Unsupported(format!(
                     "matmul takes 1..={MAX_COLUMNS} activation columns, got {columns}"
@@ -350,19 +358,19 @@ pub fn plan(
     };
     let out_words = match op {
         Op::Dequant => v.rows * v.k,
-        Op::Matmul => columns * v.rows,
+        Op::Matmul | Op::MatmulA8 => columns * v.rows,
         Op::Gather => requests.len() as u64 * v.k,
     };
     let out_bytes = out_words * 4;
     let row_out = v.k * 4;
     // Output units (dequant: rows, gather: requests, matmul: everything) per output buffer.
     let per_output = match op {
-        Op::Matmul if out_bytes > limit => {
+        Op::Matmul | Op::MatmulA8 if out_bytes > limit => {
             return Err(Error::Unsupported(format!(
                 "{format} matmul: the output needs {out_bytes} bytes, over the {limit}-byte storage binding limit"
             )))
         }
-        Op::Matmul => v.rows.max(1),
+        Op::Matmul | Op::MatmulA8 => v.rows.max(1),
         Op::Dequant | Op::Gather if out_bytes <= limits.max_buffer.min(limit) => u64::MAX,
         // Dequant binds a window per pass (passes keep the row quantum); gather binds its
         // output buffer whole.
@@ -381,19 +389,27 @@ pub fn plan(
     let units = match op {
         Op::Dequant => v.rows,
         Op::Gather => requests.len() as u64,
-        Op::Matmul => v.rows.max(1),
+        Op::Matmul | Op::MatmulA8 => v.rows.max(1),
     };
     let outputs: Vec<u64> = match op {
         Op::Dequant | Op::Gather if per_output < units => {
             (0..units.div_ceil(per_output)).map(|i| (units - i * per_output).min(per_output) * v.k).collect()
         }
-        Op::Dequant | Op::Gather | Op::Matmul => vec![out_words],
+        Op::Dequant | Op::Gather | Op::Matmul | Op::MatmulA8 => vec![out_words],
     };
+    let f32_words = columns * chunks * CHUNK as u64;
     let x_words = match op {
-        Op::Matmul => columns * chunks * CHUNK as u64,
+        Op::Matmul => f32_words,
+        Op::MatmulA8 => columns * chunks * kernels::Q8_1_CHUNK_WORDS as u64,
         Op::Dequant | Op::Gather => 0,
     };
-    if x_words * 4 > limit {
+    if op == Op::MatmulA8 && chunks * CHUNK as u64 != v.k {
+        return Err(Error::Unsupported(format!(
+            "{format} matmul_a8: K = {} is not a whole number of 32-value q8_1 blocks",
+            v.k
+        )));
+    }
+    if x_words.max(f32_words * u64::from(op == Op::MatmulA8)) * 4 > limit {
         return Err(Error::Unsupported(format!(
             "{columns} activation column(s) of K = {} need {} bytes, over the {limit}-byte binding limit",
             v.k,
@@ -404,7 +420,7 @@ pub fn plan(
     // Rows per pass: every window (alignment slack + rows + end rounding) fits one binding.
     let out_per_row = match op {
         Op::Dequant => row_out,
-        Op::Matmul | Op::Gather => 0,
+        Op::Matmul | Op::MatmulA8 | Op::Gather => 0,
     };
     let mut widest = out_per_row;
     for p in v.planes {
@@ -416,13 +432,13 @@ pub fn plan(
     let mut per_pass = v.rows.min(room / widest.max(1));
     per_pass = match op {
         Op::Dequant => per_pass.min(max_groups * WORDS_WG as u64 / chunks.max(1)).min(u32::MAX as u64 / chunks.max(1)),
-        Op::Matmul => per_pass.min(max_groups * MATMUL_ROWS as u64),
+        Op::Matmul | Op::MatmulA8 => per_pass.min(max_groups * MATMUL_ROWS as u64),
         // Requests per dispatch are bounded below; a pass's window only bounds source rows.
         Op::Gather => per_pass,
     };
     per_pass = per_pass / v.row_quantum * v.row_quantum;
     if v.rows == 0 || chunks == 0 {
-        return Ok(Plan { passes: Vec::new(), out_words, outputs, x_words, index: Vec::new() });
+        return Ok(Plan { passes: Vec::new(), out_words, outputs, x_words, quantize: None, index: Vec::new() });
     }
     if per_pass == 0 {
         return Err(Error::Unsupported(format!(
@@ -476,7 +492,7 @@ pub fn plan(
     };
     let whole = |o: usize| (o, Window { start: 0, size: (outputs[o] * 4).max(4) });
     match op {
-        Op::Dequant | Op::Matmul => {
+        Op::Dequant | Op::Matmul | Op::MatmulA8 => {
             for &(b, r0, r1) in &ranges {
                 let rows = r1 - r0;
                 let (planes, mut p) = windows_of(b, r0, r1)?;
@@ -496,10 +512,15 @@ pub fn plan(
                             (rows * chunks).div_ceil(WORDS_WG as u64),
                         )
                     }
-                    Op::Matmul | Op::Gather => {
+                    Op::Matmul | Op::MatmulA8 | Op::Gather => {
                         p.out_off = p.row0;
                         p.out_stride = to_u32(v.rows, "N")?;
-                        p.x_stride = to_u32(chunks * (CHUNK as u64 / 4), "activation stride")?;
+                        // vec4 units per column: a chunk is 8 of f32 (A32) or 3 of q8_1 words (A8).
+                        let per_chunk = match op {
+                            Op::MatmulA8 => kernels::Q8_1_CHUNK_WORDS as u64 / 4,
+                            Op::Dequant | Op::Matmul | Op::Gather => CHUNK as u64 / 4,
+                        };
+                        p.x_stride = to_u32(chunks * per_chunk, "activation stride")?;
                         p.columns = columns as u32;
                         (whole(0), rows.div_ceil(MATMUL_ROWS as u64))
                     }
@@ -539,7 +560,37 @@ pub fn plan(
             }
         }
     }
-    Ok(Plan { passes, out_words, outputs, x_words, index })
+    let quantize = match op {
+        Op::MatmulA8 => {
+            let groups = (columns * chunks).div_ceil(WORDS_WG as u64);
+            let size = dispatch_size(groups, max_dim);
+            let params = Params {
+                k: k32,
+                chunks: chunks32,
+                columns: columns as u32,
+                x_stride: to_u32(chunks * (CHUNK as u64 / 4), "activation stride")?,
+                groups_x: size[0],
+                ..Params::default()
+            };
+            if groups > max_groups {
+                return Err(Error::Unsupported(format!(
+                    "{columns} column(s) of {chunks} q8_1 blocks need more than {max_groups} workgroups"
+                )));
+            }
+            Some(QuantizePass { params, groups: size, f32_words })
+        }
+        Op::Dequant | Op::Matmul | Op::Gather => None,
+    };
+    Ok(Plan { passes, out_words, outputs, x_words, quantize, index })
+}
+
+/// The A8 activation quantization: one invocation per (column, chunk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuantizePass {
+    pub params: Params,
+    pub groups: [u32; 2],
+    /// The f32 columns it reads, zero-padded to whole chunks.
+    pub f32_words: u64,
 }
 
 #[cfg(test)]

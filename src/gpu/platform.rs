@@ -38,6 +38,10 @@ pub struct Platform {
     pub features: Vec<String>,
     pub has_subgroups: bool,
     pub has_shader_f16: bool,
+    /// WGSL's packed_4x8_integer_dot_product language feature (`dot4I8Packed`): always with naga
+    /// (it expands the builtin where the driver lacks an instruction), as the browser says there.
+    #[serde(default)]
+    pub has_packed_dot: bool,
     pub subgroup_min_size: u32,
     pub subgroup_max_size: u32,
     pub limits: PlatformLimits,
@@ -45,7 +49,12 @@ pub struct Platform {
 }
 
 impl Platform {
-    pub fn from_adapter(info: &wgpu::AdapterInfo, features: wgpu::Features, limits: &wgpu::Limits) -> Platform {
+    pub fn from_adapter(
+        info: &wgpu::AdapterInfo,
+        features: wgpu::Features,
+        limits: &wgpu::Limits,
+        language: wgpu::WgslLanguageFeatures,
+    ) -> Platform {
         let mut named = Vec::new();
         for (flag, name) in [
             (wgpu::Features::SUBGROUP, "subgroup"),
@@ -68,6 +77,7 @@ impl Platform {
             features: named,
             has_subgroups: features.contains(wgpu::Features::SUBGROUP),
             has_shader_f16: features.contains(wgpu::Features::SHADER_F16),
+            has_packed_dot: language.contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct),
             subgroup_min_size: info.subgroup_min_size,
             subgroup_max_size: info.subgroup_max_size,
             limits: PlatformLimits {

@@ -14,7 +14,7 @@ use ninfer_wgpu::encode::rules::Rules;
 use ninfer_wgpu::encode::{fp8_row, Encoded};
 use ninfer_wgpu::error::clip;
 use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
-use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, GpuTensor, Op, Platform, Variant};
+use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, GpuTensor, Op, Platform, Profile, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::oracle::{self, Dequantized};
 use ninfer_wgpu::{Category, EncodedTensor, Error, Format, Validated};
@@ -326,15 +326,27 @@ fn stacked(pieces: &[EncodedTensor], op: &str) -> Result<(usize, usize), Error> 
 }
 
 /// `matvec`: `Y = W X` for a rank-2 tensor and J columns, raw little-endian f32.
+/// Where a product runs, and in which profile on the GPU.
+pub struct On {
+    pub device: Device,
+    pub profile: Profile,
+    pub options: GpuOptions,
+}
+
 pub fn matvec(
     file: &Path,
     tensor: &str,
     x: &Path,
     columns: usize,
-    device: Device,
-    options: GpuOptions,
+    on: On,
     output: Option<&Path>,
 ) -> Result<bool, Error> {
+    let On { device, profile, options } = on;
+    if (device, profile) == (Device::Cpu, Profile::A8) {
+        return Err(Error::Unsupported(
+            "--profile a8 is GPU arithmetic; the CPU oracle computes the exact product (use --device gpu)".into(),
+        ));
+    }
     let opened = Model::open(file)?;
     let pieces = opened.pieces(tensor)?;
     let (n, k) = stacked(&pieces, "matvec")?;
@@ -369,7 +381,7 @@ pub fn matvec(
         // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
         let part: Vec<f32> = match &gpu {
             None => oracle::matmul(t, &xs, columns)?.y.iter().map(|&v| v as f32).collect(),
-            Some(gpu) => block_on(gpu.matmul(&upload(gpu, t, tensor)?, &xs, columns))?,
+            Some(gpu) => block_on(gpu.matmul_in(&upload(gpu, t, tensor)?, &xs, columns, profile))?,
         };
         for j in 0..columns {
             y[j * n + row0..j * n + row0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);

@@ -1,0 +1,297 @@
+// gguf_blocks_v1 as the A8 profile reads it: each chunk's weights as 32 int8 codes packed four
+// per u32 (values 0..15 in Codes[0], 16..31 in Codes[1], lowest byte first) and the affine map
+// `w = a · code - b` per 16-value half, in the same (a0, b0, a1, b1) order as chunk_affine.
+// Included after codecs/gguf_blocks.wgsl, whose loaders and A32 maps it reuses; one
+// `codes_<type>` per ggml type, dispatched on the same IS_* flags.
+//
+// Codes are whole words of the block masked and shifted in place wherever the stored bits allow
+// (four weights per operation): a level with an offset (q4_0's nibble - 8, q3_K's, q6_K's - 32)
+// keeps the unsigned code and moves the offset into b; iq1's grid value plus its ±1/8 delta is
+// the integer 8·g ± 1 with a/8.
+
+alias Codes = array<vec4<u32>, 2>;
+
+const LOW_NIBBLES = vec4<u32>(0x0f0f0f0fu);
+const LOW_BITS = vec4<u32>(0x01010101u);
+const LOW_PAIRS = vec4<u32>(0x03030303u);
+
+// Four consecutive u32 of plane 0 from byte `b` (unaligned in general).
+fn words4(b: u32) -> vec4<u32> {
+    return vec4<u32>(p0_u32_at(b), p0_u32_at(b + 4u), p0_u32_at(b + 8u), p0_u32_at(b + 12u));
+}
+
+// Bits 0..3 of `b` to the lowest bit of bytes 0..3.
+fn spread4(b: u32) -> u32 {
+    return (b & 1u) | ((b & 2u) << 7u) | ((b & 4u) << 14u) | ((b & 8u) << 21u);
+}
+
+fn spread16(b: u32) -> vec4<u32> {
+    return vec4<u32>(spread4(b), spread4(b >> 4u), spread4(b >> 8u), spread4(b >> 12u));
+}
+
+// The four 2-bit fields of byte `b` (low first) as four bytes.
+fn spread_pairs(b: u32) -> u32 {
+    return (b & 3u) | ((b & 0xcu) << 6u) | ((b & 0x30u) << 12u) | ((b & 0xc0u) << 18u);
+}
+
+// The bytes of `g` negated where bits 0..3 of `bits` are set: (g ^ 0xff) + 1 per byte, which
+// carries into the next byte only for g = 0 — and no grid byte is 0 (src/gpu/kernels.rs tests
+// every grid).
+fn negate_where(g: u32, bits: u32) -> u32 {
+    let m = spread4(bits) * 0xffu;
+    return (g ^ m) + (m & 0x01010101u);
+}
+
+// 8·g ± 1 per int8 byte g ∈ {-1, 0, 1} of an iq1 grid word, computed on bytes biased by 128 so
+// no step borrows across a byte (every biased value stays in 119..137).
+fn ternary_codes(w: u32, plus: bool) -> u32 {
+    let nonzero = w & 0x01010101u;
+    let negative = (w >> 1u) & 0x01010101u;
+    let b = 0x80808080u + (nonzero << 3u) - (negative << 4u);
+    return select(b - 0x01010101u, b + 0x01010101u, plus) ^ 0x80808080u;
+}
+
+// kvalues_iq4nl of four nibble bytes, as int8 bytes.
+fn kvalue_bytes(n: u32) -> u32 {
+    var out = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        out |= kvalue_byte((n >> (8u * k)) & 15u) << (8u * k);
+    }
+    return out;
+}
+
+fn kvalue_words(n: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(kvalue_bytes(n.x), kvalue_bytes(n.y), kvalue_bytes(n.z), kvalue_bytes(n.w));
+}
+
+fn with_offsets(f: vec4<f32>, k: f32) -> vec4<f32> {
+    return vec4<f32>(f.x, k * f.x, f.z, k * f.z);
+}
+
+// ---- legacy blocks ---------------------------------------------------------------------------
+
+fn codes_q8_0(base: u32) -> Codes {
+    return Codes(words4(base + 2u), words4(base + 18u));
+}
+
+// Value j < 16 is the low nibble of byte j, value j >= 16 the high one.
+fn legacy_nibble_codes(qs: u32) -> Codes {
+    let w = words4(qs);
+    return Codes(w & LOW_NIBBLES, (w >> vec4<u32>(4u)) & LOW_NIBBLES);
+}
+
+fn codes_q5_0(base: u32) -> Codes {
+    let n = legacy_nibble_codes(base + 6u);
+    let qh = p0_u32_at(base + 2u);
+    return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
+}
+
+fn codes_iq4_nl(base: u32) -> Codes {
+    let n = legacy_nibble_codes(base + 2u);
+    return Codes(kvalue_words(n[0]), kvalue_words(n[1]));
+}
+
+// q2_0 chunk half h: bytes [8h, 8h + 8) of the codes, each byte four 2-bit values.
+fn codes_q2_0(base: u32, c: u32) -> Codes {
+    var q: Codes;
+    for (var j = 0u; j < 2u; j++) {
+        let w = p0_u32_at(base + 2u + 8u * (c % 2u) + 4u * j);
+        q[j] = vec4<u32>(spread_pairs(w & 255u), spread_pairs((w >> 8u) & 255u), spread_pairs((w >> 16u) & 255u), spread_pairs(w >> 24u));
+    }
+    return q;
+}
+
+// ---- k-quants ----------------------------------------------------------------------------------
+
+// q2_K/q3_K sub-block j = 4h + s: bits 2s..2s+1 of each code byte of half h.
+fn two_bit_codes(qs: u32, j: u32) -> Codes {
+    let at = qs + 32u * (j / 4u);
+    let s = vec4<u32>(2u * (j % 4u));
+    return Codes((words4(at) >> s) & LOW_PAIRS, (words4(at + 16u) >> s) & LOW_PAIRS);
+}
+
+// q3_K: low2 + 4 · (hmask bit j); the level is that minus 4.
+fn codes_q3_k(base: u32, j: u32) -> Codes {
+    let low = two_bit_codes(base + 32u, j);
+    let s = vec4<u32>(j);
+    return Codes(low[0] | (((words4(base) >> s) & LOW_BITS) << vec4<u32>(2u)),
+                 low[1] | (((words4(base + 16u) >> s) & LOW_BITS) << vec4<u32>(2u)));
+}
+
+// q4_K/q5_K sub-block j: nibble j % 2 of the 32 bytes of pair j / 2.
+fn paired_nibble_codes(qs: u32, j: u32) -> Codes {
+    let at = qs + 32u * (j / 2u);
+    let s = vec4<u32>(4u * (j % 2u));
+    return Codes((words4(at) >> s) & LOW_NIBBLES, (words4(at + 16u) >> s) & LOW_NIBBLES);
+}
+
+fn codes_q5_k(base: u32, j: u32) -> Codes {
+    let n = paired_nibble_codes(base + 48u, j);
+    let s = vec4<u32>(j);
+    return Codes(n[0] | (((words4(base + 16u) >> s) & LOW_BITS) << vec4<u32>(4u)),
+                 n[1] | (((words4(base + 32u) >> s) & LOW_BITS) << vec4<u32>(4u)));
+}
+
+// q6_K sub-block j = 4n + t: low | high << 4, unsigned; the level is that minus 32.
+fn codes_q6_k(base: u32, j: u32) -> Codes {
+    let n = j / 4u;
+    let t = j % 4u;
+    let ql = base + 64u * n + select(0u, 32u, (t & 1u) == 1u);
+    let qh = base + 128u + 32u * n;
+    let sl = vec4<u32>(select(0u, 4u, t >= 2u));
+    let sh = vec4<u32>(2u * t);
+    return Codes(((words4(ql) >> sl) & LOW_NIBBLES) | (((words4(qh) >> sh) & LOW_PAIRS) << vec4<u32>(4u)),
+                 ((words4(ql + 16u) >> sl) & LOW_NIBBLES) | (((words4(qh + 16u) >> sh) & LOW_PAIRS) << vec4<u32>(4u)));
+}
+
+// ---- i-quants: per group l of 8 values, two grid words with their signs ----------------------
+
+fn signed_pair(lo: u32, hi: u32, signs: u32) -> vec2<u32> {
+    return vec2<u32>(negate_where(lo, signs), negate_where(hi, signs >> 4u));
+}
+
+// An 8-byte (u64) grid entry with its 8 sign bits.
+fn grid64_pair(idx: u32, signs: u32) -> vec2<u32> {
+    return signed_pair(plane1[2u * idx], plane1[2u * idx + 1u], signs);
+}
+
+fn from_groups(g0: vec2<u32>, g1: vec2<u32>, g2: vec2<u32>, g3: vec2<u32>) -> Codes {
+    return Codes(vec4<u32>(g0, g1), vec4<u32>(g2, g3));
+}
+
+fn codes_iq2_xxs(base: u32, ib: u32) -> Codes {
+    let idx = p0_u32_at(base + 2u + 8u * ib);
+    let sg = p0_u32_at(base + 2u + 8u * ib + 4u);
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        g[l] = grid64_pair((idx >> (8u * l)) & 255u, ksigns((sg >> (7u * l)) & 127u));
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn codes_iq2_xs(base: u32, ib: u32) -> Codes {
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        let v = u16_at(base + 2u + 2u * (4u * ib + l));
+        g[l] = grid64_pair(v & 511u, ksigns(v >> 9u));
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn codes_iq2_s(base: u32, ib: u32) -> Codes {
+    let qs = p0_u32_at(base + 2u + 4u * ib);
+    let sg = p0_u32_at(base + 34u + 4u * ib);
+    let qh = p0_u8_at(base + 66u + ib);
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        let idx = ((qs >> (8u * l)) & 255u) | ((qh << (8u - 2u * l)) & 0x300u);
+        g[l] = grid64_pair(idx, (sg >> (8u * l)) & 255u);
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn codes_iq3_xxs(base: u32, ib: u32) -> Codes {
+    let sg = p0_u32_at(base + 66u + 4u * ib);
+    let lo = p0_u32_at(base + 2u + 8u * ib);
+    let hi = p0_u32_at(base + 6u + 8u * ib);
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        let idx = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
+        g[l] = signed_pair(plane1[idx & 255u], plane1[(idx >> 8u) & 255u], ksigns((sg >> (7u * l)) & 127u));
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn codes_iq3_s(base: u32, ib: u32) -> Codes {
+    let qh = p0_u8_at(base + 66u + ib);
+    let sg = p0_u32_at(base + 74u + 4u * ib);
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        let i1 = p0_u8_at(base + 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u);
+        let i2 = p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u) | ((qh << (7u - 2u * l)) & 256u);
+        g[l] = signed_pair(plane1[i1], plane1[i2], (sg >> (8u * l)) & 255u);
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn ternary_pair(idx: u32, plus: bool) -> vec2<u32> {
+    return vec2<u32>(ternary_codes(plane1[2u * idx], plus), ternary_codes(plane1[2u * idx + 1u], plus));
+}
+
+fn codes_iq1_s(base: u32, ib: u32) -> Codes {
+    let qh = u16_at(base + 34u + 2u * ib);
+    let plus = (qh & 0x8000u) == 0u;
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        g[l] = ternary_pair(p0_u8_at(base + 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8u), plus);
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn codes_iq1_m(base: u32, ib: u32) -> Codes {
+    var g: array<vec2<u32>, 4>;
+    for (var l = 0u; l < 4u; l++) {
+        let h = p0_u8_at(base + 32u + 2u * ib + l / 2u) >> (4u * (l % 2u));
+        g[l] = ternary_pair(p0_u8_at(base + 4u * ib + l) | ((h & 7u) << 8u), (h & 8u) == 0u);
+    }
+    return from_groups(g[0], g[1], g[2], g[3]);
+}
+
+fn codes_iq4_xs(base: u32, ib: u32) -> Codes {
+    let n = legacy_nibble_codes(base + 8u + 16u * ib);
+    return Codes(kvalue_words(n[0]), kvalue_words(n[1]));
+}
+
+// ---- the A8 codec interface --------------------------------------------------------------------
+
+fn nan_codes() -> Codes {
+    // Any codes: chunk_affine8 makes the chunk NaN.
+    return Codes(vec4<u32>(0u), vec4<u32>(0u));
+}
+
+fn chunk_codes(row: u32, c: u32) -> Codes {
+    let base = block_base(row, c);
+    let j = c % 8u;
+    if IS_Q8_0 { return codes_q8_0(base); }
+    if IS_Q4_0 { return legacy_nibble_codes(base + 2u); }
+    if IS_Q5_0 { return codes_q5_0(base); }
+    if IS_IQ4_NL { return codes_iq4_nl(base); }
+    if IS_Q2_0 { return codes_q2_0(base, c); }
+    if IS_Q2_K { return two_bit_codes(base + 16u, j); }
+    if IS_Q3_K { return codes_q3_k(base, j); }
+    if IS_Q4_K { return paired_nibble_codes(base + 16u, j); }
+    if IS_Q5_K { return codes_q5_k(base, j); }
+    if IS_Q6_K { return codes_q6_k(base, j); }
+    if IS_IQ2_XXS { return codes_iq2_xxs(base, j); }
+    if IS_IQ2_XS { return codes_iq2_xs(base, j); }
+    if IS_IQ2_S { return codes_iq2_s(base, j); }
+    if IS_IQ3_XXS { return codes_iq3_xxs(base, j); }
+    if IS_IQ3_S { return codes_iq3_s(base, j); }
+    if IS_IQ1_S { return codes_iq1_s(base, j); }
+    if IS_IQ1_M { return codes_iq1_m(base, j); }
+    if IS_IQ4_XS { return codes_iq4_xs(base, j); }
+    return nan_codes();
+}
+
+// The A32 map where the codes are the A32 levels; the offset or the 1/8 where they differ.
+fn chunk_affine8(row: u32, c: u32) -> vec4<f32> {
+    let base = block_base(row, c);
+    let j = c % 8u;
+    if IS_Q8_0 || IS_IQ4_NL { return scale_only(f16_at(base)); }
+    if IS_Q4_0 { return with_offsets(scale_only(f16_at(base)), 8.0); }
+    if IS_Q5_0 { return with_offsets(scale_only(f16_at(base)), 16.0); }
+    if IS_Q2_0 { return with_offsets(scale_only(f16_at(base)), 1.0); }
+    if IS_Q2_K { return affine_q2_k(base, j); }
+    if IS_Q3_K { return with_offsets(affine_q3_k(base, j), 4.0); }
+    if IS_Q4_K || IS_Q5_K { return affine_q4_k(base, j); }
+    if IS_Q6_K { return with_offsets(affine_q6_k(base, j), 32.0); }
+    if IS_IQ2_XXS { return affine_iq2_xxs(base, j); }
+    if IS_IQ2_XS { return affine_iq2_xs(base, j); }
+    if IS_IQ2_S { return affine_iq2_s(base, j); }
+    if IS_IQ3_XXS { return affine_iq3_xxs(base, j); }
+    if IS_IQ3_S { return affine_iq3_s(base, j); }
+    if IS_IQ1_S { return affine_iq1_s(base, j) * 0.125; }
+    if IS_IQ1_M { return affine_iq1_m(base, j) * 0.125; }
+    if IS_IQ4_XS { return affine_iq4_xs(base, j); }
+    return vec4<f32>(poison_f32());
+}

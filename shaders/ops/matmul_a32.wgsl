@@ -1,0 +1,79 @@
+// Matmul, A32 profile: the exact weights (the codec's levels and affine map, in f32) times the
+// f32 activation, f32 accumulation. `lane_sums` is what ops/matmul.wgsl's entry points call.
+//
+// X holds the columns back to back, each zero-padded to whole chunks: column j's chunk c is
+// X[j * P.x_stride + 8c ..][8].
+
+@group(0) @binding(4) var<storage, read> X: array<vec4<f32>>;
+
+fn hsum(v: vec4<f32>) -> f32 {
+    return v.x + v.y + v.z + v.w;
+}
+
+// Σ_k w x over one chunk: a Σ q x - b Σ x per 16-lane half, for the activation chunk x.
+fn chunk_dot(q: Chunk, f: vec4<f32>, x: Chunk) -> f32 {
+    var qx0 = vec4<f32>(0.0);
+    var qx1 = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        qx0 += q[i] * x[i];
+        qx1 += q[i + 4u] * x[i + 4u];
+    }
+    var s = f.x * hsum(qx0) + f.z * hsum(qx1);
+    if HAS_OFFSET {
+        s -= f.y * hsum(x[0] + x[1] + x[2] + x[3]) + f.w * hsum(x[4] + x[5] + x[6] + x[7]);
+    }
+    return s;
+}
+
+// Column j's activation chunk c.
+fn x_chunk(j: u32, c: u32) -> Chunk {
+    let at = j * P.x_stride + 8u * c;
+    var x: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        x[i] = X[at + i];
+    }
+    return x;
+}
+
+// The levels and map of chunk c of `row`, or zeros for a row past the pass's end.
+fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, vec4<f32>>) {
+    if row < P.rows {
+        *q = chunk_levels(row, c);
+        *f = chunk_affine(row, c);
+    }
+}
+
+// Accumulates this invocation's share of rows row..row + 3 for every column (chunks lane,
+// lane + 64, ...) into its partial slots. A row past the pass's end contributes nothing.
+fn lane_sums(row: u32, lane: u32, li: u32) {
+    for (var j = 0u; j < P.columns; j++) {
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(j, b, li)] = 0.0;
+        }
+    }
+    // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
+    // subgroup variant's adds in uniform control flow).
+    let chunks = select(0u, P.chunks, row < P.rows);
+    for (var c = lane; c < chunks; c += MATMUL_LANES) {
+        var q0: Chunk;
+        var q1: Chunk;
+        var q2: Chunk;
+        var q3: Chunk;
+        var f0 = vec4<f32>(0.0);
+        var f1 = vec4<f32>(0.0);
+        var f2 = vec4<f32>(0.0);
+        var f3 = vec4<f32>(0.0);
+        levels_or_zero(row, c, &q0, &f0);
+        levels_or_zero(row + 1u, c, &q1, &f1);
+        levels_or_zero(row + 2u, c, &q2, &f2);
+        levels_or_zero(row + 3u, c, &q3, &f3);
+        for (var j = 0u; j < P.columns; j++) {
+            let x = x_chunk(j, c);
+            partial[slot(j, 0u, li)] += chunk_dot(q0, f0, x);
+            partial[slot(j, 1u, li)] += chunk_dot(q1, f1, x);
+            partial[slot(j, 2u, li)] += chunk_dot(q2, f2, x);
+            partial[slot(j, 3u, li)] += chunk_dot(q3, f3, x);
+        }
+    }
+}
+

@@ -1,0 +1,65 @@
+// Matmul, A8 profile (criteria.md "A8 (q8_1)"): the activation arrives quantized to ggml's q8_1
+// by ops/quantize_q8_1.wgsl, and a chunk's product is integer dot products of the weights' int8
+// codes (codecs/gguf_codes.wgsl) with the activation's codes, then f32: per 16-value half,
+// `d_x (a Σ code·x_code - b Σ x_code)`. `dot4` is dot4I8Packed (ops/dot4_packed.wgsl) or the
+// portable emulation (ops/dot4_emulated.wgsl). `lane_sums` is what ops/matmul.wgsl calls.
+//
+// X holds, per column j and chunk c, three vec4<u32> from X[j * P.x_stride + 3c]: the 32 int8
+// codes (values 0..15, then 16..31, four per word, lowest byte first), then (binary32 bits of
+// the binary16 scale d, Σ codes of values 0..15, Σ codes of values 16..31, 0).
+
+@group(0) @binding(4) var<storage, read> X: array<vec4<u32>>;
+
+// Σ of the 16 int8 products of one half.
+fn dot_half(w: vec4<u32>, x: vec4<u32>) -> i32 {
+    return dot4(w.x, x.x) + dot4(w.y, x.y) + dot4(w.z, x.z) + dot4(w.w, x.w);
+}
+
+// Σ_k w x over one chunk. The integer sums are exact (|Σ| <= 16 · 127 · 127 < 2^24).
+fn chunk_dot8(q: Codes, f: vec4<f32>, x0: vec4<u32>, x1: vec4<u32>, m: vec4<u32>) -> f32 {
+    let qx = vec2<f32>(f32(dot_half(q[0], x0)), f32(dot_half(q[1], x1)));
+    let sx = vec2<f32>(f32(bitcast<i32>(m.y)), f32(bitcast<i32>(m.z)));
+    return bitcast<f32>(m.x) * (f.x * qx.x - f.y * sx.x + f.z * qx.y - f.w * sx.y);
+}
+
+// The codes and map of chunk c of `row`, or zeros for a row past the pass's end.
+fn codes_or_zero(row: u32, c: u32, q: ptr<function, Codes>, f: ptr<function, vec4<f32>>) {
+    if row < P.rows {
+        *q = chunk_codes(row, c);
+        *f = chunk_affine8(row, c);
+    }
+}
+
+// As ops/matmul_a32.wgsl: this invocation's share of rows row..row + 3 for every column.
+fn lane_sums(row: u32, lane: u32, li: u32) {
+    for (var j = 0u; j < P.columns; j++) {
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(j, b, li)] = 0.0;
+        }
+    }
+    let chunks = select(0u, P.chunks, row < P.rows);
+    for (var c = lane; c < chunks; c += MATMUL_LANES) {
+        var q0: Codes;
+        var q1: Codes;
+        var q2: Codes;
+        var q3: Codes;
+        var f0 = vec4<f32>(0.0);
+        var f1 = vec4<f32>(0.0);
+        var f2 = vec4<f32>(0.0);
+        var f3 = vec4<f32>(0.0);
+        codes_or_zero(row, c, &q0, &f0);
+        codes_or_zero(row + 1u, c, &q1, &f1);
+        codes_or_zero(row + 2u, c, &q2, &f2);
+        codes_or_zero(row + 3u, c, &q3, &f3);
+        for (var j = 0u; j < P.columns; j++) {
+            let at = j * P.x_stride + 3u * c;
+            let x0 = X[at];
+            let x1 = X[at + 1u];
+            let m = X[at + 2u];
+            partial[slot(j, 0u, li)] += chunk_dot8(q0, f0, x0, x1, m);
+            partial[slot(j, 1u, li)] += chunk_dot8(q1, f1, x0, x1, m);
+            partial[slot(j, 2u, li)] += chunk_dot8(q2, f2, x0, x1, m);
+            partial[slot(j, 3u, li)] += chunk_dot8(q3, f3, x0, x1, m);
+        }
+    }
+}
