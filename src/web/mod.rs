@@ -9,7 +9,7 @@
 use crate::conformance::{self, Report, TensorOutcome, Tier, VerifyReport};
 use crate::error::Error;
 use crate::format::{Category, Format};
-use crate::gpu::{capability, Gpu, GpuOptions};
+use crate::gpu::{capability, Gpu, GpuOptions, Profile};
 use crate::model::Model;
 use crate::testgen::Rng;
 use js_sys::{Float32Array, Int32Array, Promise, Uint8Array};
@@ -179,13 +179,26 @@ impl NinferGpu {
     }
 
     /// `Y = W X` for a rank-2 tensor: `x` holds `columns` vectors of K values back to back; the
-    /// result holds `columns` vectors of N values back to back.
-    pub fn matvec(&self, model: &NinferModel, tensor: String, x: Vec<f32>, columns: usize) -> Promise {
+    /// result holds `columns` vectors of N values back to back. `profile`: "a32" (default: exact
+    /// weights, f32 activation) or "a8" (q8_1 activation, integer dot products; gguf types).
+    pub fn matvec(
+        &self,
+        model: &NinferModel,
+        tensor: String,
+        x: Vec<f32>,
+        columns: usize,
+        profile: Option<String>,
+    ) -> Promise {
         let (gpu, model) = (self.gpu.clone(), model.model.clone());
         future_to_promise(async move {
+            let profile = match profile.as_deref() {
+                None => Profile::A32,
+                Some(name) => Profile::parse(name)
+                    .ok_or_else(|| reject(Error::Unsupported(format!("unknown profile `{name}`; valid: a32, a8"))))?,
+            };
             let t = model.tensor(&tensor).map_err(reject)?;
             let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
-            let y = gpu.matmul(&uploaded, &x, columns).await.map_err(reject)?;
+            let y = gpu.matmul_in(&uploaded, &x, columns, profile).await.map_err(reject)?;
             Ok(Float32Array::from(&y[..]).into())
         })
     }

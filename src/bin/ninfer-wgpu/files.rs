@@ -97,10 +97,12 @@ fn inspect_gguf(file: &GgufFile, platform: Option<&Platform>, gpu_note: &str, as
         tensors.push(match &t.kind {
             TensorKind::Registered { format, layout, shape } => {
                 let st = |op| capability::status(*format, *layout, op, Variant::Workgroup, platform);
-                json!({ "id": t.name, "format": format.name(), "layout": layout.name(), "shape": shape, "bytes": t.bytes, "dequant": st(Op::Dequant), "matmul": st(Op::Matmul), "gather": st(Op::Gather), "error": null })
+                // A8 runs with the emulated dot where the packed one is missing.
+                let a8 = capability::status(*format, *layout, Op::MatmulA8, Variant::EmulatedDot, platform);
+                json!({ "id": t.name, "format": format.name(), "layout": layout.name(), "shape": shape, "bytes": t.bytes, "dequant": st(Op::Dequant), "matmul": st(Op::Matmul), "matmul_a8": a8, "gather": st(Op::Gather), "error": null })
             }
             TensorKind::NotRegistered { type_name } => {
-                json!({ "id": t.name, "format": type_name, "layout": null, "shape": t.dims, "bytes": t.bytes, "dequant": null, "matmul": null, "gather": null, "error": format!("ggml type {} ({type_name}): format not registered", t.ggml_type) })
+                json!({ "id": t.name, "format": type_name, "layout": null, "shape": t.dims, "bytes": t.bytes, "dequant": null, "matmul": null, "matmul_a8": null, "gather": null, "error": format!("ggml type {} ({type_name}): format not registered", t.ggml_type) })
             }
         });
     }

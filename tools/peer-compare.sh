@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 13's lavapipe table: `ninfer-wgpu bench` (A32 and A8, J = 1 and 8) beside llama.cpp's own
+# Vulkan MUL_MAT (../shared/tools/llamacpp-peer.sh) on the same driver and shape, type by type
+# in one run, so each ratio compares two measurements minutes apart (absolute times on these
+# shared machines move by tens of percent between runs).
+#
+#   ../shared/tools/llamacpp-peer.sh build                 # once, ~15 min
+#   cargo build --release --locked
+#   tools/peer-compare.sh [TYPES...] > table.md            # default: the 18 shared types and bf16
+#
+# Ratio = llama.cpp's time / ours (above 1: we are faster). Each time is the median of its own
+# tool's repeated runs; the script alternates peer and ours per type.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+peer=${PEER:-../shared/tools/llamacpp-peer.sh}
+bin=${BIN:-target/release/ninfer-wgpu}
+lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)
+export VK_ICD_FILENAMES=$lvp
+types=("$@")
+[ ${#types[@]} -gt 0 ] || types=(q8_0 q4_0 q5_0 q2_K q3_K q4_K q5_K q6_K iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m iq4_nl iq4_xs bf16)
+tmp=$(mktemp -d)
+echo "| type | llama.cpp n=1 ms | A32 ms | A8 ms | ratio A32 / A8 | llama.cpp n=8 ms | A32 ms | A8 ms | ratio A32 / A8 |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for t in "${types[@]}"; do
+  f=$(case $t in bf16) echo bf16 ;; *) echo "gguf_${t,,}" ;; esac)
+  p1=$("$peer" perf "$t" 1 | awk '{print $3}')
+  "$bin" bench --adapter vulkan --formats "$f" --shape 4096x14336 --ops matmul --columns 1,8 --json > "$tmp/$t.json" 2>/dev/null
+  p8=$("$peer" perf "$t" 8 | awk '{print $3}')
+  python3 - "$tmp/$t.json" "$t" "$p1" "$p8" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+t, peer = sys.argv[2], {1: float(sys.argv[3]), 8: float(sys.argv[4])}
+ms = {(r["op"], r["columns"]): r["median_ms"] for r in rows}
+cells = [t]
+for j in (1, 8):
+    a32, a8 = ms.get(("matmul", j)), ms.get(("matmul_a8", j))
+    fmt = lambda v: f"{v:.1f}" if v else "—"
+    ratio = lambda v: f"{peer[j] / v:.2f}×" if v else "—"
+    cells += [f"{peer[j]:.1f}", fmt(a32), fmt(a8), f"{ratio(a32)} / {ratio(a8)}"]
+print("| " + " | ".join(cells) + " |")
+PY
+done
+rm -rf "$tmp"
