@@ -24,10 +24,10 @@
 fn p0_u32_at(b: u32) -> u32 {
     let w = b >> 2u;
     let s = (b & 3u) * 8u;
-    if s == 0u {
-        return plane0[w];
-    }
-    return (plane0[w] >> s) | (plane0[w + 1u] << (32u - s));
+    // Branch-free: (x << 1) << (31 - s) is x << (32 - s) for s > 0 and 0 for s = 0 (a shift by
+    // 32 is not defined in WGSL). Neighbouring invocations read blocks of different alignment,
+    // and a SIMD compiler runs both sides of a branch that diverges.
+    return (plane0[w] >> s) | ((plane0[w + 1u] << 1u) << (31u - s));
 }
 
 fn p1_u32_at(b: u32) -> u32 {

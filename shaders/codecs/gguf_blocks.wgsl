@@ -23,6 +23,23 @@ fn p0_u8_at(b: u32) -> u32 {
     return (plane0[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
 }
 
+// The four u32 at bytes b..b + 16. For types whose blocks are whole words every caller's b is a
+// block's start + 4k (rows and pass windows start on whole rows, src/gpu/plan.rs, so every
+// block starts on a word): four loads. For the others, five aligned loads funnel-shifted,
+// where four unaligned loads would take eight. The condition is a constant.
+fn block_words4(b: u32) -> vec4<u32> {
+    if BLOCK_BYTES % 4u == 0u {
+        let w = b >> 2u;
+        return vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
+    }
+    let w = b >> 2u;
+    let s = (b & 3u) * 8u;
+    let lo = vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
+    let hi = vec4<u32>(lo.yzw, plane0[w + 4u]);
+    // As p0_u32_at: (x << 1) << (31 - s) is x << (32 - s), and 0 for s = 0.
+    return (lo >> vec4<u32>(s)) | ((hi << vec4<u32>(1u)) << vec4<u32>(31u - s));
+}
+
 fn u16_at(b: u32) -> u32 {
     return p0_u32_at(b) & 0xffffu;
 }
@@ -49,9 +66,12 @@ fn scale_only(d: f32) -> vec4<f32> {
 // q8_0: d (binary16), then 32 int8 codes.
 fn levels_q8_0(base: u32) -> Chunk {
     var q: Chunk;
-    for (var i = 0u; i < 8u; i++) {
-        let w = bitcast<vec4<i32>>(vec4<u32>(p0_u32_at(base + 2u + 4u * i)) << vec4<u32>(24u, 16u, 8u, 0u));
-        q[i] = vec4<f32>(w >> vec4<u32>(24u));
+    for (var h = 0u; h < 2u; h++) {
+        let words = block_words4(base + 2u + 16u * h);
+        for (var t = 0u; t < 4u; t++) {
+            let w = bitcast<vec4<i32>>(vec4<u32>(words[t]) << vec4<u32>(24u, 16u, 8u, 0u));
+            q[4u * h + t] = vec4<f32>(w >> vec4<u32>(24u));
+        }
     }
     return q;
 }
@@ -60,8 +80,9 @@ fn levels_q8_0(base: u32) -> Chunk {
 // the high one (q4_0, q5_0, iq4_nl).
 fn legacy_nibbles(qs: u32) -> array<vec4<u32>, 8> {
     var n: array<vec4<u32>, 8>;
+    let words = block_words4(qs);
     for (var j = 0u; j < 4u; j++) {
-        let w = vec4<u32>(p0_u32_at(qs + 4u * j));
+        let w = vec4<u32>(words[j]);
         n[j] = (w >> BYTE_SHIFTS) & vec4<u32>(15u);
         n[j + 4u] = (w >> (BYTE_SHIFTS + vec4<u32>(4u))) & vec4<u32>(15u);
     }
@@ -136,8 +157,11 @@ fn levels_q2_0(base: u32, c: u32) -> Chunk {
 // q2_K and q3_K sub-block j = 4h + s: bits 2s..2s+1 of the 32 code bytes of half h at `qs`.
 fn two_bit_levels(qs: u32, j: u32) -> array<vec4<u32>, 8> {
     var u: array<vec4<u32>, 8>;
-    for (var i = 0u; i < 8u; i++) {
-        u[i] = (vec4<u32>(p0_u32_at(qs + 32u * (j / 4u) + 4u * i)) >> (BYTE_SHIFTS + vec4<u32>(2u * (j % 4u)))) & vec4<u32>(3u);
+    for (var h = 0u; h < 2u; h++) {
+        let words = block_words4(qs + 32u * (j / 4u) + 16u * h);
+        for (var t = 0u; t < 4u; t++) {
+            u[4u * h + t] = (vec4<u32>(words[t]) >> (BYTE_SHIFTS + vec4<u32>(2u * (j % 4u)))) & vec4<u32>(3u);
+        }
     }
     return u;
 }
@@ -170,9 +194,10 @@ fn affine_q2_k(base: u32, j: u32) -> vec4<f32> {
 // q3_K: hmask[32], qs[64], scales[12], d; q = low2 - (hmask bit j clear ? 4 : 0).
 fn levels_q3_k(base: u32, j: u32) -> Chunk {
     let u = two_bit_levels(base + 32u, j);
+    let hw = array<vec4<u32>, 2>(block_words4(base), block_words4(base + 16u));
     var q: Chunk;
     for (var i = 0u; i < 8u; i++) {
-        let hm = (vec4<u32>(p0_u32_at(base + 4u * i)) >> (BYTE_SHIFTS + vec4<u32>(j))) & vec4<u32>(1u);
+        let hm = (vec4<u32>(hw[i / 4u][i % 4u]) >> (BYTE_SHIFTS + vec4<u32>(j))) & vec4<u32>(1u);
         q[i] = vec4<f32>(vec4<i32>(u[i]) - vec4<i32>(4) * vec4<i32>(vec4<u32>(1u) - hm));
     }
     return q;
@@ -206,8 +231,11 @@ fn scale_min_k4(j: u32, at: u32) -> vec2<f32> {
 // q4_K/q5_K sub-block j: nibble (j % 2) of the 32 bytes of pair j / 2 at `qs`.
 fn paired_nibbles(qs: u32, j: u32) -> array<vec4<u32>, 8> {
     var u: array<vec4<u32>, 8>;
-    for (var i = 0u; i < 8u; i++) {
-        u[i] = (vec4<u32>(p0_u32_at(qs + 32u * (j / 2u) + 4u * i)) >> (BYTE_SHIFTS + vec4<u32>(4u * (j % 2u)))) & vec4<u32>(15u);
+    for (var h = 0u; h < 2u; h++) {
+        let words = block_words4(qs + 32u * (j / 2u) + 16u * h);
+        for (var t = 0u; t < 4u; t++) {
+            u[4u * h + t] = (vec4<u32>(words[t]) >> (BYTE_SHIFTS + vec4<u32>(4u * (j % 2u)))) & vec4<u32>(15u);
+        }
     }
     return u;
 }
@@ -225,9 +253,10 @@ fn levels_q4_k(base: u32, j: u32) -> Chunk {
 // q5_K: d, dmin, scales[12], qh[32], qs[128]; bit j of qh byte l is value l's fifth bit.
 fn levels_q5_k(base: u32, j: u32) -> Chunk {
     let u = paired_nibbles(base + 48u, j);
+    let hw = array<vec4<u32>, 2>(block_words4(base + 16u), block_words4(base + 32u));
     var q: Chunk;
     for (var i = 0u; i < 8u; i++) {
-        let h = (vec4<u32>(p0_u32_at(base + 16u + 4u * i)) >> (BYTE_SHIFTS + vec4<u32>(j))) & vec4<u32>(1u);
+        let h = (vec4<u32>(hw[i / 4u][i % 4u]) >> (BYTE_SHIFTS + vec4<u32>(j))) & vec4<u32>(1u);
         q[i] = vec4<f32>(u[i] + (h << vec4<u32>(4u)));
     }
     return q;
@@ -247,9 +276,12 @@ fn levels_q6_k(base: u32, j: u32) -> Chunk {
     let n = j / 4u;
     let t = j % 4u;
     var q: Chunk;
+    let at = base + 64u * n + select(0u, 32u, (t & 1u) == 1u);
+    let lw = array<vec4<u32>, 2>(block_words4(at), block_words4(at + 16u));
+    let hw = array<vec4<u32>, 2>(block_words4(base + 128u + 32u * n), block_words4(base + 144u + 32u * n));
     for (var i = 0u; i < 8u; i++) {
-        let ql = vec4<u32>(p0_u32_at(base + 64u * n + 4u * i + select(0u, 32u, (t & 1u) == 1u)));
-        let qh = vec4<u32>(p0_u32_at(base + 128u + 32u * n + 4u * i));
+        let ql = vec4<u32>(lw[i / 4u][i % 4u]);
+        let qh = vec4<u32>(hw[i / 4u][i % 4u]);
         let low = (ql >> (BYTE_SHIFTS + vec4<u32>(select(0u, 4u, t >= 2u)))) & vec4<u32>(15u);
         let high = (qh >> (BYTE_SHIFTS + vec4<u32>(2u * t))) & vec4<u32>(3u);
         q[i] = vec4<f32>(vec4<i32>(low | (high << vec4<u32>(4u))) - vec4<i32>(32));
@@ -305,9 +337,12 @@ fn iq1_m_d(base: u32) -> f32 {
 // iq2_xxs: d, then per sub-block two u32: four grid indices, then 4 x 7 sign bits and a 4-bit scale.
 fn levels_iq2_xxs(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
+    // Each block word is loaded once: compilers may not merge repeated storage loads.
+    let indices = p0_u32_at(base + 2u + 8u * ib);
+    let signs = p0_u32_at(base + 6u + 8u * ib);
     for (var l = 0u; l < 4u; l++) {
-        let idx = (p0_u32_at(base + 2u + 8u * ib) >> (8u * l)) & 255u;
-        let sg = ksigns((p0_u32_at(base + 2u + 8u * ib + 4u) >> (7u * l)) & 127u);
+        let idx = (indices >> (8u * l)) & 255u;
+        let sg = ksigns((signs >> (7u * l)) & 127u);
         q[2u * l] = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
         q[2u * l + 1u] = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
     }
@@ -321,8 +356,9 @@ fn affine_iq2_xxs(base: u32, ib: u32) -> vec4<f32> {
 // iq2_xs: d, qs[32] u16 (9-bit grid index, 7 sign bits), scales[8] (two nibbles).
 fn levels_iq2_xs(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
+    let w = vec2<u32>(p0_u32_at(base + 2u + 8u * ib), p0_u32_at(base + 6u + 8u * ib));
     for (var l = 0u; l < 4u; l++) {
-        let v = u16_at(base + 2u + 2u * (4u * ib + l));
+        let v = (select(w.x, w.y, l >= 2u) >> (16u * (l % 2u))) & 0xffffu;
         let idx = v & 511u;
         let sg = ksigns(v >> 9u);
         q[2u * l] = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
@@ -345,9 +381,12 @@ fn affine_iq2_xs(base: u32, ib: u32) -> vec4<f32> {
 // iq2_s: d, qs[32] (low 8 index bits), signs[32], qh[8] (2 index bits per group), scales[8].
 fn levels_iq2_s(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
+    let qs = p0_u32_at(base + 2u + 4u * ib);
+    let signs = p0_u32_at(base + 34u + 4u * ib);
+    let qh = p0_u8_at(base + 66u + ib);
     for (var l = 0u; l < 4u; l++) {
-        let idx = p0_u8_at(base + 2u + 4u * ib + l) | ((p0_u8_at(base + 66u + ib) << (8u - 2u * l)) & 0x300u);
-        let sg = p0_u8_at(base + 34u + 4u * ib + l);
+        let idx = ((qs >> (8u * l)) & 255u) | ((qh << (8u - 2u * l)) & 0x300u);
+        let sg = (signs >> (8u * l)) & 255u;
         q[2u * l] = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
         q[2u * l + 1u] = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
     }
@@ -361,10 +400,14 @@ fn affine_iq2_s(base: u32, ib: u32) -> vec4<f32> {
 // iq3_xxs: d, qs[64] (8-bit grid indices), then per sub-block a u32 of 4 x 7 sign bits and a scale.
 fn levels_iq3_xxs(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
+    let signs = p0_u32_at(base + 66u + 4u * ib);
+    let lo = p0_u32_at(base + 2u + 8u * ib);
+    let hi = p0_u32_at(base + 6u + 8u * ib);
     for (var l = 0u; l < 4u; l++) {
-        let sg = ksigns((p0_u32_at(base + 66u + 4u * ib) >> (7u * l)) & 127u);
-        q[2u * l] = grid_bytes(plane1[p0_u8_at(base + 2u + 8u * ib + 2u * l)]) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(plane1[p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u)]) * signs4(sg, 4u);
+        let sg = ksigns((signs >> (7u * l)) & 127u);
+        let idx = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
+        q[2u * l] = grid_bytes(plane1[idx & 255u]) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(plane1[(idx >> 8u) & 255u]) * signs4(sg, 4u);
     }
     return q;
 }
@@ -376,11 +419,15 @@ fn affine_iq3_xxs(base: u32, ib: u32) -> vec4<f32> {
 // iq3_s: d, qs[64], qh[8] (ninth index bits), signs[32], scales[4] (two nibbles).
 fn levels_iq3_s(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
+    let qh = p0_u8_at(base + 66u + ib);
+    let lo = p0_u32_at(base + 2u + 8u * ib);
+    let hi = p0_u32_at(base + 6u + 8u * ib);
+    let signs = p0_u32_at(base + 74u + 4u * ib);
     for (var l = 0u; l < 4u; l++) {
-        let qh = p0_u8_at(base + 66u + ib);
-        let i1 = p0_u8_at(base + 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u);
-        let i2 = p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u) | ((qh << (7u - 2u * l)) & 256u);
-        let sg = p0_u8_at(base + 74u + 4u * ib + l);
+        let pair = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
+        let i1 = (pair & 255u) | ((qh << (8u - 2u * l)) & 256u);
+        let i2 = ((pair >> 8u) & 255u) | ((qh << (7u - 2u * l)) & 256u);
+        let sg = (signs >> (8u * l)) & 255u;
         q[2u * l] = grid_bytes(plane1[i1]) * signs4(sg, 0u);
         q[2u * l + 1u] = grid_bytes(plane1[i2]) * signs4(sg, 4u);
     }
@@ -397,8 +444,9 @@ fn levels_iq1_s(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
     let qh = u16_at(base + 34u + 2u * ib);
     let delta = select(0.125, -0.125, (qh & 0x8000u) != 0u);
+    let qs = p0_u32_at(base + 2u + 4u * ib);
     for (var l = 0u; l < 4u; l++) {
-        let idx = p0_u8_at(base + 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8u);
+        let idx = ((qs >> (8u * l)) & 255u) | (((qh >> (3u * l)) & 7u) << 8u);
         q[2u * l] = grid_ternary(plane1[2u * idx]) + vec4<f32>(delta);
         q[2u * l + 1u] = grid_ternary(plane1[2u * idx + 1u]) + vec4<f32>(delta);
     }
@@ -414,9 +462,11 @@ fn affine_iq1_s(base: u32, ib: u32) -> vec4<f32> {
 // the spread binary16 super-scale).
 fn levels_iq1_m(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
+    let qs = p0_u32_at(base + 4u * ib);
+    let qh = u16_at(base + 32u + 2u * ib);
     for (var l = 0u; l < 4u; l++) {
-        let h = p0_u8_at(base + 32u + 2u * ib + l / 2u) >> (4u * (l % 2u));
-        let idx = p0_u8_at(base + 4u * ib + l) | ((h & 7u) << 8u);
+        let h = qh >> (4u * l);
+        let idx = ((qs >> (8u * l)) & 255u) | ((h & 7u) << 8u);
         let delta = select(0.125, -0.125, (h & 8u) != 0u);
         q[2u * l] = grid_ternary(plane1[2u * idx]) + vec4<f32>(delta);
         q[2u * l + 1u] = grid_ternary(plane1[2u * idx + 1u]) + vec4<f32>(delta);

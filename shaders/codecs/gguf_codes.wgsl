@@ -15,9 +15,9 @@ const LOW_NIBBLES = vec4<u32>(0x0f0f0f0fu);
 const LOW_BITS = vec4<u32>(0x01010101u);
 const LOW_PAIRS = vec4<u32>(0x03030303u);
 
-// Four consecutive u32 of plane 0 from byte `b` (unaligned in general).
+// Four consecutive u32 of plane 0 from byte `b` (see block_words4).
 fn words4(b: u32) -> vec4<u32> {
-    return vec4<u32>(p0_u32_at(b), p0_u32_at(b + 4u), p0_u32_at(b + 8u), p0_u32_at(b + 12u));
+    return block_words4(b);
 }
 
 // Bits 0..3 of `b` to the lowest bit of bytes 0..3.
