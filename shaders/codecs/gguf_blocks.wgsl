@@ -40,8 +40,15 @@ fn block_words4(b: u32) -> vec4<u32> {
     return (lo >> vec4<u32>(s)) | ((hi << vec4<u32>(1u)) << vec4<u32>(31u - s));
 }
 
+// A u16 at an even byte offset (every ggml field is): it never straddles a word, so one load.
 fn u16_at(b: u32) -> u32 {
-    return p0_u32_at(b) & 0xffffu;
+    return (plane0[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu;
+}
+
+// The two binary16 values at an even offset b and b + 2 (d and dmin, say).
+fn f16_pair_at(b: u32) -> vec2<f32> {
+    let w = p0_u32_at(b);
+    return vec2<f32>(f16_bits_to_f32(w & 0xffffu), f16_bits_to_f32(w >> 16u));
 }
 
 fn f16_at(b: u32) -> f32 {
@@ -184,11 +191,12 @@ fn levels_q2_k(base: u32, j: u32) -> Chunk {
 // dl = d * (sc & 0xF), ml = dmin * (sc >> 4); y = dl * q - ml.
 fn affine_q2_k(base: u32, j: u32) -> vec4<f32> {
     let is = two_bit_scale_index(j);
-    let d = f16_at(base + 80u);
-    let dmin = f16_at(base + 82u);
-    let s0 = p0_u8_at(base + is);
-    let s1 = p0_u8_at(base + is + 1u);
-    return vec4<f32>(d * f32(s0 & 15u), dmin * f32(s0 >> 4u), d * f32(s1 & 15u), dmin * f32(s1 >> 4u));
+    let dm = f16_pair_at(base + 80u);
+    // Scales is and is + 1 (is even): one u16.
+    let sc = u16_at(base + is);
+    let s0 = sc & 255u;
+    let s1 = sc >> 8u;
+    return vec4<f32>(dm.x * f32(s0 & 15u), dm.y * f32(s0 >> 4u), dm.x * f32(s1 & 15u), dm.y * f32(s1 >> 4u));
 }
 
 // q3_K: hmask[32], qs[64], scales[12], d; q = low2 - (hmask bit j clear ? 4 : 0).
@@ -203,29 +211,38 @@ fn levels_q3_k(base: u32, j: u32) -> Chunk {
     return q;
 }
 
-// q3_K's 16 signed 6-bit scales, unpacked as ggml does (low 4 bits from bytes 0..7, high 2 bits
-// from bytes 8..11), minus 32; `at` is the 12 packed bytes.
-fn q3_k_scale(i: u32, at: u32) -> f32 {
-    let low = select(p0_u8_at(at + i - 8u) >> 4u, p0_u8_at(at + i) & 15u, i < 8u);
-    let high = (p0_u8_at(at + 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
-    return f32(i32(low | (high << 4u)) - 32);
+// q3_K's signed 6-bit scales i and i + 1 (i even), unpacked as ggml does (low 4 bits from bytes
+// 0..7, high 2 bits from bytes 8..11), minus 32; `at` is the 12 packed bytes. Both scales' low
+// bits share one u16, and so do their high bits.
+fn q3_k_scales(i: u32, at: u32) -> vec2<f32> {
+    let lows = u16_at(at + (i % 8u));
+    let low = select((vec2<u32>(lows & 255u, lows >> 8u) >> vec2<u32>(4u)),
+                     vec2<u32>(lows & 15u, (lows >> 8u) & 15u), i < 8u);
+    let highs = u16_at(at + 8u + i % 4u) >> (2u * (i / 4u));
+    let high = vec2<u32>(highs & 3u, (highs >> 8u) & 3u);
+    return vec2<f32>(vec2<i32>(low | (high << vec2<u32>(4u))) - vec2<i32>(32));
 }
 
 // dl = d * (scale - 32); y = dl * q.
 fn affine_q3_k(base: u32, j: u32) -> vec4<f32> {
-    let is = two_bit_scale_index(j);
     let d = f16_at(base + 108u);
-    return vec4<f32>(d * q3_k_scale(is, base + 96u), 0.0, d * q3_k_scale(is + 1u, base + 96u), 0.0);
+    let sc = q3_k_scales(two_bit_scale_index(j), base + 96u);
+    return vec4<f32>(d * sc.x, 0.0, d * sc.y, 0.0);
 }
 
 // get_scale_min_k4: the 6-bit (scale, min) of sub-block j from the 12 packed bytes at `at`.
+// The 12 bytes are loaded as three words once (neighbouring invocations take different j, so
+// both forms are computed and one selected).
 fn scale_min_k4(j: u32, at: u32) -> vec2<f32> {
-    if j < 4u {
-        return vec2<f32>(f32(p0_u8_at(at + j) & 63u), f32(p0_u8_at(at + j + 4u) & 63u));
-    }
-    let sc = (p0_u8_at(at + j + 4u) & 0xfu) | ((p0_u8_at(at + j - 4u) >> 6u) << 4u);
-    let m = (p0_u8_at(at + j + 4u) >> 4u) | ((p0_u8_at(at + j) >> 6u) << 4u);
-    return vec2<f32>(f32(sc), f32(m));
+    let w = vec3<u32>(p0_u32_at(at), p0_u32_at(at + 4u), p0_u32_at(at + 8u));
+    let s = 8u * (j % 4u);
+    let b0 = (w.x >> s) & 255u;
+    let b1 = (w.y >> s) & 255u;
+    let b2 = (w.z >> s) & 255u;
+    // j < 4: bytes j and j + 4; j >= 4: bytes j + 4 (b2), j - 4 (b0) and j (b1).
+    let low = vec2<u32>(b0 & 63u, b1 & 63u);
+    let high = vec2<u32>((b2 & 0xfu) | ((b0 >> 6u) << 4u), (b2 >> 4u) | ((b1 >> 6u) << 4u));
+    return vec2<f32>(select(high, low, j < 4u));
 }
 
 // q4_K/q5_K sub-block j: nibble (j % 2) of the 32 bytes of pair j / 2 at `qs`.
@@ -265,8 +282,9 @@ fn levels_q5_k(base: u32, j: u32) -> Chunk {
 // q4_K, q5_K: d1 = d * sc, m1 = dmin * m for sub-block j; y = d1 * q - m1.
 fn affine_q4_k(base: u32, j: u32) -> vec4<f32> {
     let sm = scale_min_k4(j, base + 4u);
-    let a = f16_at(base) * sm.x;
-    let b = f16_at(base + 2u) * sm.y;
+    let dm = f16_pair_at(base);
+    let a = dm.x * sm.x;
+    let b = dm.y * sm.y;
     return vec4<f32>(a, b, a, b);
 }
 
@@ -292,9 +310,10 @@ fn levels_q6_k(base: u32, j: u32) -> Chunk {
 // y = d * sc[is] * q with is = 8n + l/16 + 2t for sub-block j = 4n + t.
 fn affine_q6_k(base: u32, j: u32) -> vec4<f32> {
     let d = f16_at(base + 208u);
-    let sc = base + 192u + 8u * (j / 4u) + 2u * (j % 4u);
-    let s0 = f32(bitcast<i32>(p0_u8_at(sc) << 24u) >> 24u);
-    let s1 = f32(bitcast<i32>(p0_u8_at(sc + 1u) << 24u) >> 24u);
+    // The two int8 scales share one u16.
+    let sc = u16_at(base + 192u + 8u * (j / 4u) + 2u * (j % 4u));
+    let s0 = f32(bitcast<i32>(sc << 24u) >> 24u);
+    let s1 = f32(bitcast<i32>(sc << 16u) >> 24u);
     return vec4<f32>(d * s0, 0.0, d * s1, 0.0);
 }
 
@@ -324,11 +343,12 @@ fn grid_ternary(w: u32) -> vec4<f32> {
 }
 
 // iq1_m's binary16 super-scale, spread over the top nibbles of the four u16 scale words.
-fn iq1_m_d(base: u32) -> f32 {
-    let s0 = u16_at(base + 48u);
-    let s1 = u16_at(base + 50u);
-    let s2 = u16_at(base + 52u);
-    let s3 = u16_at(base + 54u);
+// `sc` is the 8 scale bytes as two words.
+fn iq1_m_d(sc: vec2<u32>) -> f32 {
+    let s0 = sc.x & 0xffffu;
+    let s1 = sc.x >> 16u;
+    let s2 = sc.y & 0xffffu;
+    let s3 = sc.y >> 16u;
     return f16_bits_to_f32((s0 >> 12u) | ((s1 >> 8u) & 0x00f0u) | ((s2 >> 4u) & 0x0f00u) | (s3 & 0xf000u));
 }
 
@@ -475,8 +495,9 @@ fn levels_iq1_m(base: u32, ib: u32) -> Chunk {
 }
 
 fn affine_iq1_m(base: u32, ib: u32) -> vec4<f32> {
-    let s = u16_at(base + 48u + 2u * (ib / 2u));
-    let d = iq1_m_d(base);
+    let sc = vec2<u32>(p0_u32_at(base + 48u), p0_u32_at(base + 52u));
+    let s = (select(sc.x, sc.y, ib >= 4u) >> (16u * ((ib / 2u) % 2u))) & 0xffffu;
+    let d = iq1_m_d(sc);
     let shift = 6u * (ib % 2u);
     return vec4<f32>(d * f32(2u * ((s >> shift) & 7u) + 1u), 0.0, d * f32(2u * ((s >> (shift + 3u)) & 7u) + 1u), 0.0);
 }
@@ -494,9 +515,11 @@ fn levels_iq4_xs(base: u32, ib: u32) -> Chunk {
 
 // 6-bit scales minus 32: dl = d * ls.
 fn affine_iq4_xs(base: u32, ib: u32) -> vec4<f32> {
+    // d and scales_h share the first word.
+    let first = p0_u32_at(base);
     let low = (p0_u8_at(base + 4u + ib / 2u) >> (4u * (ib % 2u))) & 15u;
-    let ls = i32(low | (((u16_at(base + 2u) >> (2u * ib)) & 3u) << 4u)) - 32;
-    return scale_only(f16_at(base) * f32(ls));
+    let ls = i32(low | (((first >> (16u + 2u * ib)) & 3u) << 4u)) - 32;
+    return scale_only(f16_bits_to_f32(first & 0xffffu) * f32(ls));
 }
 
 // ---- the codec interface ---------------------------------------------------------------------
