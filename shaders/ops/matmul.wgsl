@@ -9,7 +9,8 @@
 // The column count is a parameter, not a constant: one pipeline serves every J, and the column
 // loop stays a loop. Unrolling it (a constant J) multiplied shader compile time by up to 80 on
 // CPU drivers, whose compile time is most of a conformance run; each lane's column sums live in
-// its own workgroup-memory slots instead of registers.
+// a private array indexed by the column while it walks its chunks, then in its own
+// workgroup-memory slots for the reduction.
 //
 // This file is the part every profile shares: the row blocks, the reduction and the output. The
 // profile's file (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl) binds the activation and defines

@@ -46,11 +46,9 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
 // Accumulates this invocation's share of rows row..row + 3 for every column (chunks lane,
 // lane + 64, ...) into its partial slots. A row past the pass's end contributes nothing.
 fn lane_sums(row: u32, lane: u32, li: u32) {
-    for (var j = 0u; j < P.columns; j++) {
-        for (var b = 0u; b < ROW_BLOCK; b++) {
-            partial[slot(j, b, li)] = 0.0;
-        }
-    }
+    // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
+    // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
+    var acc: array<vec4<f32>, 8>;
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
     let chunks = select(0u, P.chunks, row < P.rows);
@@ -69,10 +67,12 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
         levels_or_zero(row + 3u, c, &q3, &f3);
         for (var j = 0u; j < P.columns; j++) {
             let x = x_chunk(j, c);
-            partial[slot(j, 0u, li)] += chunk_dot(q0, f0, x);
-            partial[slot(j, 1u, li)] += chunk_dot(q1, f1, x);
-            partial[slot(j, 2u, li)] += chunk_dot(q2, f2, x);
-            partial[slot(j, 3u, li)] += chunk_dot(q3, f3, x);
+            acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
+        }
+    }
+    for (var j = 0u; j < P.columns; j++) {
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(j, b, li)] = acc[j][b];
         }
     }
 }

@@ -32,11 +32,9 @@ fn codes_or_zero(row: u32, c: u32, q: ptr<function, Codes>, f: ptr<function, vec
 
 // As ops/matmul_a32.wgsl: this invocation's share of rows row..row + 3 for every column.
 fn lane_sums(row: u32, lane: u32, li: u32) {
-    for (var j = 0u; j < P.columns; j++) {
-        for (var b = 0u; b < ROW_BLOCK; b++) {
-            partial[slot(j, b, li)] = 0.0;
-        }
-    }
+    // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
+    // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
+    var acc: array<vec4<f32>, 8>;
     let chunks = select(0u, P.chunks, row < P.rows);
     for (var c = lane; c < chunks; c += MATMUL_LANES) {
         var q0: Codes;
@@ -56,10 +54,12 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
             let x0 = X[at];
             let x1 = X[at + 1u];
             let m = X[at + 2u];
-            partial[slot(j, 0u, li)] += chunk_dot8(q0, f0, x0, x1, m);
-            partial[slot(j, 1u, li)] += chunk_dot8(q1, f1, x0, x1, m);
-            partial[slot(j, 2u, li)] += chunk_dot8(q2, f2, x0, x1, m);
-            partial[slot(j, 3u, li)] += chunk_dot8(q3, f3, x0, x1, m);
+            acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
+        }
+    }
+    for (var j = 0u; j < P.columns; j++) {
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(j, b, li)] = acc[j][b];
         }
     }
 }
