@@ -42,3 +42,6 @@ fn chunk_affine(row: u32, c: u32) -> vec4<f32> {
 fn row_word(row: u32) -> u32 {
     return plane2[(P.off2 / 4u) + (P.row0 + row) / P.aux1];
 }
+
+// Nothing to prepare: this codec reads only its planes.
+fn codec_prepare(li: u32) {}

@@ -42,3 +42,6 @@ fn chunk_affine(row: u32, c: u32) -> vec4<f32> {
 fn row_word(row: u32) -> u32 {
     return 0u;
 }
+
+// Nothing to prepare: this codec reads only its planes.
+fn codec_prepare(li: u32) {}

@@ -322,6 +322,18 @@ fn affine_q6_k(base: u32, j: u32) -> vec4<f32> {
 // (a u64 entry is two words, low first). A lane's level is a grid value times its sign (iq1: grid
 // value plus delta), and the chunk's map is its db (or dl) for lanes 0..15 and 16..31.
 
+// Matmul kernels of types whose grid fits (GRID_IN_WORKGROUP, generated) copy it to workgroup
+// memory first (codec_prepare): every chunk looks up eight entries, and a storage load is a
+// bounds-checked load per invocation on some drivers where a workgroup one is not.
+var<workgroup> grid_wg: array<u32, GRID_WG_WORDS>;
+
+fn grid_word(i: u32) -> u32 {
+    if GRID_IN_WORKGROUP {
+        return grid_wg[i];
+    }
+    return plane1[i];
+}
+
 // ksigns_iq2xs[i]: the 7 sign bits of i plus a parity bit that makes the count of negatives even.
 fn ksigns(i: u32) -> u32 {
     return i | ((countOneBits(i) & 1u) << 7u);
@@ -363,8 +375,8 @@ fn levels_iq2_xxs(base: u32, ib: u32) -> Chunk {
     for (var l = 0u; l < 4u; l++) {
         let idx = (indices >> (8u * l)) & 255u;
         let sg = ksigns((signs >> (7u * l)) & 127u);
-        q[2u * l] = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
+        q[2u * l] = grid_bytes(grid_word(2u * idx)) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(grid_word(2u * idx + 1u)) * signs4(sg, 4u);
     }
     return q;
 }
@@ -381,8 +393,8 @@ fn levels_iq2_xs(base: u32, ib: u32) -> Chunk {
         let v = (select(w.x, w.y, l >= 2u) >> (16u * (l % 2u))) & 0xffffu;
         let idx = v & 511u;
         let sg = ksigns(v >> 9u);
-        q[2u * l] = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
+        q[2u * l] = grid_bytes(grid_word(2u * idx)) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(grid_word(2u * idx + 1u)) * signs4(sg, 4u);
     }
     return q;
 }
@@ -407,8 +419,8 @@ fn levels_iq2_s(base: u32, ib: u32) -> Chunk {
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | ((qh << (8u - 2u * l)) & 0x300u);
         let sg = (signs >> (8u * l)) & 255u;
-        q[2u * l] = grid_bytes(plane1[2u * idx]) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(plane1[2u * idx + 1u]) * signs4(sg, 4u);
+        q[2u * l] = grid_bytes(grid_word(2u * idx)) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(grid_word(2u * idx + 1u)) * signs4(sg, 4u);
     }
     return q;
 }
@@ -426,8 +438,8 @@ fn levels_iq3_xxs(base: u32, ib: u32) -> Chunk {
     for (var l = 0u; l < 4u; l++) {
         let sg = ksigns((signs >> (7u * l)) & 127u);
         let idx = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
-        q[2u * l] = grid_bytes(plane1[idx & 255u]) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(plane1[(idx >> 8u) & 255u]) * signs4(sg, 4u);
+        q[2u * l] = grid_bytes(grid_word(idx & 255u)) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(grid_word((idx >> 8u) & 255u)) * signs4(sg, 4u);
     }
     return q;
 }
@@ -448,8 +460,8 @@ fn levels_iq3_s(base: u32, ib: u32) -> Chunk {
         let i1 = (pair & 255u) | ((qh << (8u - 2u * l)) & 256u);
         let i2 = ((pair >> 8u) & 255u) | ((qh << (7u - 2u * l)) & 256u);
         let sg = (signs >> (8u * l)) & 255u;
-        q[2u * l] = grid_bytes(plane1[i1]) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(plane1[i2]) * signs4(sg, 4u);
+        q[2u * l] = grid_bytes(grid_word(i1)) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(grid_word(i2)) * signs4(sg, 4u);
     }
     return q;
 }
@@ -467,8 +479,8 @@ fn levels_iq1_s(base: u32, ib: u32) -> Chunk {
     let qs = p0_u32_at(base + 2u + 4u * ib);
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | (((qh >> (3u * l)) & 7u) << 8u);
-        q[2u * l] = grid_ternary(plane1[2u * idx]) + vec4<f32>(delta);
-        q[2u * l + 1u] = grid_ternary(plane1[2u * idx + 1u]) + vec4<f32>(delta);
+        q[2u * l] = grid_ternary(grid_word(2u * idx)) + vec4<f32>(delta);
+        q[2u * l + 1u] = grid_ternary(grid_word(2u * idx + 1u)) + vec4<f32>(delta);
     }
     return q;
 }
@@ -488,8 +500,8 @@ fn levels_iq1_m(base: u32, ib: u32) -> Chunk {
         let h = qh >> (4u * l);
         let idx = ((qs >> (8u * l)) & 255u) | ((h & 7u) << 8u);
         let delta = select(0.125, -0.125, (h & 8u) != 0u);
-        q[2u * l] = grid_ternary(plane1[2u * idx]) + vec4<f32>(delta);
-        q[2u * l + 1u] = grid_ternary(plane1[2u * idx + 1u]) + vec4<f32>(delta);
+        q[2u * l] = grid_ternary(grid_word(2u * idx)) + vec4<f32>(delta);
+        q[2u * l + 1u] = grid_ternary(grid_word(2u * idx + 1u)) + vec4<f32>(delta);
     }
     return q;
 }
@@ -573,6 +585,16 @@ fn chunk_affine(row: u32, c: u32) -> vec4<f32> {
     if IS_IQ1_M { return affine_iq1_m(base, j); }
     if IS_IQ4_XS { return affine_iq4_xs(base, j); }
     return vec4<f32>(poison_f32());
+}
+
+// Called by the matmul entry points before anything else, in uniform control flow.
+fn codec_prepare(li: u32) {
+    if GRID_IN_WORKGROUP {
+        for (var i = li; i < GRID_WORDS; i += 64u) {
+            grid_wg[i] = plane1[i];
+        }
+        workgroupBarrier();
+    }
 }
 
 fn row_word(row: u32) -> u32 {

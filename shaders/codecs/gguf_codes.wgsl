@@ -152,7 +152,7 @@ fn signed_pair(lo: u32, hi: u32, signs: u32) -> vec2<u32> {
 
 // An 8-byte (u64) grid entry with its 8 sign bits.
 fn grid64_pair(idx: u32, signs: u32) -> vec2<u32> {
-    return signed_pair(plane1[2u * idx], plane1[2u * idx + 1u], signs);
+    return signed_pair(grid_word(2u * idx), grid_word(2u * idx + 1u), signs);
 }
 
 fn from_groups(g0: vec2<u32>, g1: vec2<u32>, g2: vec2<u32>, g3: vec2<u32>) -> Codes {
@@ -197,7 +197,7 @@ fn codes_iq3_xxs(base: u32, ib: u32) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
         let idx = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
-        g[l] = signed_pair(plane1[idx & 255u], plane1[(idx >> 8u) & 255u], ksigns((sg >> (7u * l)) & 127u));
+        g[l] = signed_pair(grid_word(idx & 255u), grid_word((idx >> 8u) & 255u), ksigns((sg >> (7u * l)) & 127u));
     }
     return from_groups(g[0], g[1], g[2], g[3]);
 }
@@ -209,13 +209,13 @@ fn codes_iq3_s(base: u32, ib: u32) -> Codes {
     for (var l = 0u; l < 4u; l++) {
         let i1 = p0_u8_at(base + 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u);
         let i2 = p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u) | ((qh << (7u - 2u * l)) & 256u);
-        g[l] = signed_pair(plane1[i1], plane1[i2], (sg >> (8u * l)) & 255u);
+        g[l] = signed_pair(grid_word(i1), grid_word(i2), (sg >> (8u * l)) & 255u);
     }
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
 fn ternary_pair(idx: u32, plus: bool) -> vec2<u32> {
-    return vec2<u32>(ternary_codes(plane1[2u * idx], plus), ternary_codes(plane1[2u * idx + 1u], plus));
+    return vec2<u32>(ternary_codes(grid_word(2u * idx), plus), ternary_codes(grid_word(2u * idx + 1u), plus));
 }
 
 fn codes_iq1_s(base: u32, ib: u32) -> Codes {

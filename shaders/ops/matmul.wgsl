@@ -56,6 +56,7 @@ fn block_row(wg: vec3<u32>, li: u32) -> u32 {
 
 @compute @workgroup_size(64)
 fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    codec_prepare(li);
     let lane = li % MATMUL_LANES;
     let row = block_row(wg, li);
     lane_sums(row, lane, li);

@@ -10,6 +10,7 @@ var<workgroup> subgroup_sums: array<f32, 512>;
 @compute @workgroup_size(64)
 fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
                    @builtin(subgroup_size) sg: u32, @builtin(subgroup_invocation_id) sid: u32) {
+    codec_prepare(li);
     let lane = li % MATMUL_LANES;
     let row = block_row(wg, li);
     lane_sums(row, lane, li);

@@ -36,6 +36,10 @@ pub const WORDS_WG: usize = 64;
 /// Invocations per matmul workgroup, and the largest subgroup the subgroup variant accepts.
 pub const MATMUL_WG: u32 = 64;
 pub const MATMUL_LANES: u32 = 64;
+/// The largest i-quant grid (u32 words) a product kernel copies to workgroup memory: 6 KiB, so
+/// with the reduction's 10 KiB it stays within WebGPU's default 16 KiB (iq2_xxs, iq2_xs, iq3_xxs
+/// and iq3_s fit; iq2_s's and iq1's grids stay in their storage buffer).
+pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
 /// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).
 pub const MAX_COLUMNS: usize = 8;
@@ -307,6 +311,15 @@ pub fn constants(key: KernelKey) -> Result<String> {
         }
         Geometry::Block { values, bytes } => {
             writeln!(s, "const BLOCK_VALUES: u32 = {values}u;\nconst BLOCK_BYTES: u32 = {bytes}u;").map_err(w)?;
+            // Products copy a grid that fits to workgroup memory (codecs/gguf_blocks.wgsl).
+            let grid = gguf_grid(format).map_or(0, |g| g.len());
+            let in_workgroup = key.op.is_product() && grid > 0 && grid <= GRID_WORKGROUP_WORDS;
+            writeln!(
+                s,
+                "const GRID_WORDS: u32 = {grid}u;\nconst GRID_IN_WORKGROUP: bool = {in_workgroup};\nconst GRID_WG_WORDS: u32 = {}u;",
+                if in_workgroup { grid } else { 1 }
+            )
+            .map_err(w)?;
             // One flag per ggml type of the registry, exactly one true.
             for other in Format::ALL {
                 if let Some(flag) = gguf_flag(other) {
