@@ -234,7 +234,11 @@ fn affine_q3_k(base: u32, j: u32) -> vec4<f32> {
 // The 12 bytes are loaded as three words once (neighbouring invocations take different j, so
 // both forms are computed and one selected).
 fn scale_min_k4(j: u32, at: u32) -> vec2<f32> {
-    let w = vec3<u32>(p0_u32_at(at), p0_u32_at(at + 4u), p0_u32_at(at + 8u));
+    return scale_min_k4_of(j, vec3<u32>(p0_u32_at(at), p0_u32_at(at + 4u), p0_u32_at(at + 8u)));
+}
+
+// The same from the 12 bytes as three words `w`.
+fn scale_min_k4_of(j: u32, w: vec3<u32>) -> vec2<f32> {
     let s = 8u * (j % 4u);
     let b0 = (w.x >> s) & 255u;
     let b1 = (w.y >> s) & 255u;

@@ -242,6 +242,120 @@ fn codes_iq4_xs(base: u32, ib: u32) -> Codes {
     return Codes(kvalue_words(n[0]), kvalue_words(n[1]));
 }
 
+// ---- pairs: chunks c and c + 1 (c even) of 256-value blocks, sharing the words both read ---------
+// A q4_K/q5_K byte holds a value of each sub-block of a pair, q2_K/q3_K bytes four sub-blocks,
+// q6_K's high bits four; scales and d serve the whole block. Decoding a pair at once loads each
+// shared word once, which on CPU drivers (one bounds-checked load per invocation per word) is
+// most of a chunk's cost.
+
+struct Pair8 {
+    a: Codes,
+    b: Codes,
+    fa: vec4<f32>,
+    fb: vec4<f32>,
+}
+
+fn pair_q4_k(base: u32, j: u32, qs: u32) -> Pair8 {
+    let w0 = words4(qs + 32u * (j / 2u));
+    let w1 = words4(qs + 32u * (j / 2u) + 16u);
+    let sw = vec3<u32>(p0_u32_at(base + 4u), p0_u32_at(base + 8u), p0_u32_at(base + 12u));
+    let dm = f16_pair_at(base);
+    let sa = scale_min_k4_of(j, sw);
+    let sb = scale_min_k4_of(j + 1u, sw);
+    let four = vec4<u32>(4u);
+    return Pair8(Codes(w0 & LOW_NIBBLES, w1 & LOW_NIBBLES), Codes((w0 >> four) & LOW_NIBBLES, (w1 >> four) & LOW_NIBBLES),
+                 vec4<f32>(dm.x * sa.x, dm.y * sa.y, dm.x * sa.x, dm.y * sa.y),
+                 vec4<f32>(dm.x * sb.x, dm.y * sb.y, dm.x * sb.x, dm.y * sb.y));
+}
+
+fn pair_q5_k(base: u32, j: u32) -> Pair8 {
+    var p = pair_q4_k(base, j, base + 48u);
+    let h0 = words4(base + 16u);
+    let h1 = words4(base + 32u);
+    let sa = vec4<u32>(j);
+    let sb = vec4<u32>(j + 1u);
+    let four = vec4<u32>(4u);
+    p.a = Codes(p.a[0] | (((h0 >> sa) & LOW_BITS) << four), p.a[1] | (((h1 >> sa) & LOW_BITS) << four));
+    p.b = Codes(p.b[0] | (((h0 >> sb) & LOW_BITS) << four), p.b[1] | (((h1 >> sb) & LOW_BITS) << four));
+    return p;
+}
+
+// q2_K/q3_K: the 32 code bytes of half h, fields s and s + 1 (j = 4h + s, s even).
+fn two_bit_pair(qs: u32, j: u32) -> array<Codes, 2> {
+    let w0 = words4(qs + 32u * (j / 4u));
+    let w1 = words4(qs + 32u * (j / 4u) + 16u);
+    let sa = vec4<u32>(2u * (j % 4u));
+    let sb = sa + vec4<u32>(2u);
+    return array<Codes, 2>(Codes((w0 >> sa) & LOW_PAIRS, (w1 >> sa) & LOW_PAIRS),
+                           Codes((w0 >> sb) & LOW_PAIRS, (w1 >> sb) & LOW_PAIRS));
+}
+
+fn pair_q2_k(base: u32, j: u32) -> Pair8 {
+    let c = two_bit_pair(base + 16u, j);
+    let dm = f16_pair_at(base + 80u);
+    // Scales is..is + 3 (is = two_bit_scale_index(j), a multiple of 4): one word.
+    let sc = p0_u32_at(base + two_bit_scale_index(j));
+    let s = vec4<u32>(sc & 255u, (sc >> 8u) & 255u, (sc >> 16u) & 255u, sc >> 24u);
+    let lo = vec4<f32>(s & vec4<u32>(15u));
+    let hi = vec4<f32>(s >> vec4<u32>(4u));
+    return Pair8(c[0], c[1], vec4<f32>(dm.x * lo.x, dm.y * hi.x, dm.x * lo.y, dm.y * hi.y),
+                 vec4<f32>(dm.x * lo.z, dm.y * hi.z, dm.x * lo.w, dm.y * hi.w));
+}
+
+fn pair_q3_k(base: u32, j: u32) -> Pair8 {
+    let low = two_bit_pair(base + 32u, j);
+    let m0 = words4(base);
+    let m1 = words4(base + 16u);
+    let sa = vec4<u32>(j);
+    let sb = vec4<u32>(j + 1u);
+    let two = vec4<u32>(2u);
+    let a = Codes(low[0][0] | (((m0 >> sa) & LOW_BITS) << two), low[0][1] | (((m1 >> sa) & LOW_BITS) << two));
+    let b = Codes(low[1][0] | (((m0 >> sb) & LOW_BITS) << two), low[1][1] | (((m1 >> sb) & LOW_BITS) << two));
+    // Scales is..is + 3 (a multiple of 4): low bits from one word, high bits from bytes 8..11.
+    let is = two_bit_scale_index(j);
+    let lows = p0_u32_at(base + 96u + is % 8u);
+    let highs = p0_u32_at(base + 104u);
+    let k = vec4<u32>(0u, 8u, 16u, 24u);
+    let l = select((vec4<u32>(lows) >> (k + vec4<u32>(4u))) & vec4<u32>(15u), (vec4<u32>(lows) >> k) & vec4<u32>(15u), is < 8u);
+    let h = (vec4<u32>(highs) >> (k + vec4<u32>(2u * (is / 4u)))) & vec4<u32>(3u);
+    let d = f16_at(base + 108u);
+    let sc = d * vec4<f32>(vec4<i32>(l | (h << vec4<u32>(4u))) - vec4<i32>(32));
+    return Pair8(a, b, vec4<f32>(sc.x, 4.0 * sc.x, sc.y, 4.0 * sc.y), vec4<f32>(sc.z, 4.0 * sc.z, sc.w, 4.0 * sc.w));
+}
+
+fn pair_q6_k(base: u32, j: u32) -> Pair8 {
+    let n = j / 4u;
+    let t = j % 4u;
+    let ql = base + 64u * n;
+    let qh0 = words4(base + 128u + 32u * n);
+    let qh1 = words4(base + 144u + 32u * n);
+    let sl = vec4<u32>(select(0u, 4u, t >= 2u));
+    let sha = vec4<u32>(2u * t);
+    let shb = sha + vec4<u32>(2u);
+    let four = vec4<u32>(4u);
+    let a = Codes(((words4(ql) >> sl) & LOW_NIBBLES) | (((qh0 >> sha) & LOW_PAIRS) << four),
+                  ((words4(ql + 16u) >> sl) & LOW_NIBBLES) | (((qh1 >> sha) & LOW_PAIRS) << four));
+    let b = Codes(((words4(ql + 32u) >> sl) & LOW_NIBBLES) | (((qh0 >> shb) & LOW_PAIRS) << four),
+                  ((words4(ql + 48u) >> sl) & LOW_NIBBLES) | (((qh1 >> shb) & LOW_PAIRS) << four));
+    // The four int8 scales of the pair: one word.
+    let sc = bitcast<vec4<i32>>(vec4<u32>(p0_u32_at(base + 192u + 8u * n + 2u * t)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+    let s = f16_at(base + 208u) * vec4<f32>(sc);
+    return Pair8(a, b, vec4<f32>(s.x, 32.0 * s.x, s.y, 32.0 * s.y), vec4<f32>(s.z, 32.0 * s.z, s.w, 32.0 * s.w));
+}
+
+// Chunks c and c + 1 (c even, BLOCK_VALUES >= 64): the shared-word decoders above, or the
+// single-chunk ones twice for types whose sub-blocks share no code words.
+fn chunk_pair8(row: u32, c: u32) -> Pair8 {
+    let base = block_base(row, c);
+    let j = c % 8u;
+    if IS_Q4_K { return pair_q4_k(base, j, base + 16u); }
+    if IS_Q5_K { return pair_q5_k(base, j); }
+    if IS_Q2_K { return pair_q2_k(base, j); }
+    if IS_Q3_K { return pair_q3_k(base, j); }
+    if IS_Q6_K { return pair_q6_k(base, j); }
+    return Pair8(chunk_codes(row, c), chunk_codes(row, c + 1u), chunk_affine8(row, c), chunk_affine8(row, c + 1u));
+}
+
 // ---- the A8 codec interface --------------------------------------------------------------------
 
 fn nan_codes() -> Codes {

@@ -30,8 +30,35 @@ fn codes_or_zero(row: u32, c: u32, q: ptr<function, Codes>, f: ptr<function, vec
     }
 }
 
-// As ops/matmul_a32.wgsl: this invocation's share of rows row..row + 3 for every column.
+// Chunks c and c + 1 of `row`, or zeros for a row past the pass's end.
+fn pair_or_zero(row: u32, c: u32) -> Pair8 {
+    if row < P.rows {
+        return chunk_pair8(row, c);
+    }
+    return Pair8(Codes(), Codes(), vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
+// The activation of chunks c and c + 1 of one column, loaded once for the four rows.
+struct XPair {
+    a0: vec4<u32>,
+    a1: vec4<u32>,
+    am: vec4<u32>,
+    b0: vec4<u32>,
+    b1: vec4<u32>,
+    bm: vec4<u32>,
+}
+
+fn pair_dot(p: Pair8, x: XPair) -> f32 {
+    return chunk_dot8(p.a, p.fa, x.a0, x.a1, x.am) + chunk_dot8(p.b, p.fb, x.b0, x.b1, x.bm);
+}
+
+// As ops/matmul_a32.wgsl: this invocation's share of rows row..row + 3 for every column. Blocks
+// of 64 values or more go a pair of chunks at a time (codecs/gguf_codes.wgsl, chunk_pair8).
 fn lane_sums(row: u32, lane: u32, li: u32) {
+    if BLOCK_VALUES >= 64u {
+        pair_sums(row, lane, li);
+        return;
+    }
     // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
     var acc: array<vec4<f32>, 8>;
@@ -55,6 +82,27 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
             let x1 = X[at + 1u];
             let m = X[at + 2u];
             acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
+        }
+    }
+    for (var j = 0u; j < P.columns; j++) {
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(j, b, li)] = acc[j][b];
+        }
+    }
+}
+
+fn pair_sums(row: u32, lane: u32, li: u32) {
+    var acc: array<vec4<f32>, 8>;
+    let chunks = select(0u, P.chunks, row < P.rows);
+    for (var c = 2u * lane; c < chunks; c += 2u * MATMUL_LANES) {
+        let p0 = pair_or_zero(row, c);
+        let p1 = pair_or_zero(row + 1u, c);
+        let p2 = pair_or_zero(row + 2u, c);
+        let p3 = pair_or_zero(row + 3u, c);
+        for (var j = 0u; j < P.columns; j++) {
+            let at = j * P.x_stride + 3u * c;
+            let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
+            acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
         }
     }
     for (var j = 0u; j < P.columns; j++) {
