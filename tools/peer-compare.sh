@@ -7,6 +7,8 @@
 #   ../shared/tools/llamacpp-peer.sh build                 # once, ~15 min
 #   cargo build --release --locked
 #   tools/peer-compare.sh [TYPES...] > table.md            # default: the 18 shared types and bf16
+#   PEER_N8=0 tools/peer-compare.sh ...                    # n = 1 only: llama.cpp's n = 8 runs take
+#                                                          # minutes per type on lavapipe
 #
 # Ratio = llama.cpp's time / ours (above 1: we are faster). Each time is the median of its own
 # tool's repeated runs; the script alternates peer and ours per type.
@@ -25,7 +27,8 @@ for t in "${types[@]}"; do
   f=$(case $t in bf16) echo bf16 ;; *) echo "gguf_${t,,}" ;; esac)
   p1=$("$peer" perf "$t" 1 | awk '{print $3}')
   "$bin" bench --adapter vulkan --formats "$f" --shape 4096x14336 --ops matmul --columns 1,8 --json > "$tmp/$t.json" 2>/dev/null
-  p8=$("$peer" perf "$t" 8 | awk '{print $3}')
+  p8=0
+  [ "${PEER_N8:-1}" = 0 ] || p8=$("$peer" perf "$t" 8 | awk '{print $3}')
   python3 - "$tmp/$t.json" "$t" "$p1" "$p8" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
@@ -35,8 +38,8 @@ cells = [t]
 for j in (1, 8):
     a32, a8 = ms.get(("matmul", j)), ms.get(("matmul_a8", j))
     fmt = lambda v: f"{v:.1f}" if v else "—"
-    ratio = lambda v: f"{peer[j] / v:.2f}×" if v else "—"
-    cells += [f"{peer[j]:.1f}", fmt(a32), fmt(a8), f"{ratio(a32)} / {ratio(a8)}"]
+    ratio = lambda v: f"{peer[j] / v:.2f}×" if v and peer[j] else "—"
+    cells += [f"{peer[j]:.1f}" if peer[j] else "not run", fmt(a32), fmt(a8), f"{ratio(a32)} / {ratio(a8)}"]
 print("| " + " | ".join(cells) + " |")
 PY
 done

@@ -285,8 +285,11 @@ fn judge_a8(reference: &oracle::MatvecReference, model: &oracle::A8Model, k: usi
         return broken(format!("output {i} {what}"));
     }
     let steps = (k / 32 + 16) as f64;
+    // γ = steps · 2^-24 relative per rounding chain, doubled as a margin for the compounding of
+    // the per-chunk steps with the accumulation; the magnitude bound is 2 Σ (|w| + m) |x̃|.
+    let gamma = 2.0 * steps * 2f64.powi(-24);
     for (i, &y) in got.iter().enumerate() {
-        let bound = 2.0 * steps * 2f64.powi(-24) * 2.0 * model.magnitude[i] + model.slack[i] + steps * MIN_NORMAL;
+        let bound = gamma * 2.0 * model.magnitude[i] + model.slack[i] + steps * MIN_NORMAL;
         let e = (y as f64 - model.y[i]).abs();
         if e > bound {
             return broken(format!(
