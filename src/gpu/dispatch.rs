@@ -47,6 +47,18 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
     })
 }
 
+/// A uniform buffer holding `params`, padded to the 16-byte units some backends size uniform
+/// blocks in.
+fn params_buffer(device: &wgpu::Device, params: &super::params::Params, label: &str) -> wgpu::Buffer {
+    let mut bytes = bytemuck::bytes_of(params).to_vec();
+    bytes.resize(bytes.len().div_ceil(16) * 16, 0);
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: &bytes,
+        usage: wgpu::BufferUsages::UNIFORM,
+    })
+}
+
 /// A kernel planned over one tensor, ready to run many times.
 pub struct Prepared {
     /// A8: the activation quantization dispatch, recorded before the kernel's passes.
@@ -116,13 +128,7 @@ impl Prepared {
                             usage: wgpu::BufferUsages::STORAGE,
                             mapped_at_creation: false,
                         });
-                        let mut bytes = bytemuck::bytes_of(&q.params).to_vec();
-                        bytes.resize(bytes.len().div_ceil(16) * 16, 0);
-                        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some("ninfer-wgpu quantize params"),
-                            contents: &bytes,
-                            usage: wgpu::BufferUsages::UNIFORM,
-                        });
+                        let uniform = params_buffer(device, &q.params, "ninfer-wgpu quantize params");
                         // The planes are unused by this kernel; the layout still wants buffers.
                         let unused = f32_input.as_entire_binding();
                         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -145,14 +151,7 @@ impl Prepared {
                     .passes
                     .iter()
                     .map(|pass| {
-                        // Uniform blocks are sized in 16-byte units on some backends.
-                        let mut bytes = bytemuck::bytes_of(&pass.params).to_vec();
-                        bytes.resize(bytes.len().div_ceil(16) * 16, 0);
-                        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some("ninfer-wgpu params"),
-                            contents: &bytes,
-                            usage: wgpu::BufferUsages::UNIFORM,
-                        });
+                        let uniform = params_buffer(device, &pass.params, "ninfer-wgpu params");
                         let plane = |i: usize| match (pass.planes[i], &grid) {
                             (PlaneBinding::Grid, Some(grid)) => grid.as_entire_binding(),
                             // A grid plane without a grid cannot be planned (`gguf_grid` decides
