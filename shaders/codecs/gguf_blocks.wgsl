@@ -322,13 +322,18 @@ fn affine_q6_k(base: u32, j: u32) -> vec4<f32> {
 }
 
 // ---- i-quants (256-value blocks, sub-block ib = c % 8) ---------------------------------------
-// Grid tables (ggml's iq2xxs_grid, iq3s_grid, iq1s_grid, ...) are bound as plane1, as u32 words
-// (a u64 entry is two words, low first). A lane's level is a grid value times its sign (iq1: grid
-// value plus delta), and the chunk's map is its db (or dl) for lanes 0..15 and 16..31.
+// Grid tables (ggml's iq2xxs_grid, iq3s_grid, iq1s_grid, ...) are bound as plane1 (see
+// src/gpu/kernels.rs, gguf_grid). A lane's level is a grid value times its sign (iq1: grid value
+// plus delta), and the chunk's map is its db (or dl) for lanes 0..15 and 16..31.
+//
+// iq3's 4-byte entries are one word each. The 8-byte entries of iq2_* and iq1_* take only three
+// byte values per grid, so each is stored as 16 bits, the 2-bit index of each value's level
+// (value v at bits 2v), two entries per word: a quarter of ggml's bytes, so every grid fits
+// workgroup memory, and one load per entry instead of two.
 
-// Matmul kernels of types whose grid fits (GRID_IN_WORKGROUP, generated) copy it to workgroup
-// memory first (codec_prepare): every chunk looks up eight entries, and a storage load is a
-// bounds-checked load per invocation on some drivers where a workgroup one is not.
+// Product kernels copy the grid to workgroup memory first (codec_prepare; GRID_IN_WORKGROUP,
+// generated): every chunk looks up eight entries, and a storage load is a bounds-checked load
+// per invocation on some drivers where a workgroup one is not.
 var<workgroup> grid_wg: array<u32, GRID_WG_WORDS>;
 
 fn grid_word(i: u32) -> u32 {
@@ -336,6 +341,24 @@ fn grid_word(i: u32) -> u32 {
         return grid_wg[i];
     }
     return plane1[i];
+}
+
+// The four 2-bit fields of byte `b` (low first) as four bytes.
+fn spread_pairs(b: u32) -> u32 {
+    return (b & 3u) | ((b & 0xcu) << 6u) | ((b & 0x30u) << 12u) | ((b & 0xc0u) << 18u);
+}
+
+// The level indices (0, 1, 2) of packed entry `e`, one per byte: values 0..3, then 4..7.
+fn grid_level_indices(e: u32) -> vec2<u32> {
+    let h = grid_word(e >> 1u) >> (16u * (e & 1u));
+    return vec2<u32>(spread_pairs(h & 0xffu), spread_pairs((h >> 8u) & 0xffu));
+}
+
+// iq2 entry `e` as ggml's 8 bytes: levels 0x08, 0x19, 0x2b are 8 + 17 i + (i >> 1), byte-wise
+// (no byte exceeds 43, so nothing carries).
+fn grid_iq2(e: u32) -> vec2<u32> {
+    let i = grid_level_indices(e);
+    return vec2<u32>(0x08080808u) + (i << vec2<u32>(4u)) + i + ((i >> vec2<u32>(1u)) & vec2<u32>(0x01010101u));
 }
 
 // ksigns_iq2xs[i]: the 7 sign bits of i plus a parity bit that makes the count of negatives even.
@@ -353,9 +376,9 @@ fn grid_bytes(w: u32) -> vec4<f32> {
     return vec4<f32>((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u));
 }
 
-// The four int8 bytes of an iq1s_grid word (-1, 0, 1) as f32.
-fn grid_ternary(w: u32) -> vec4<f32> {
-    return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+// The four values of an iq1 entry's level indices (-1, 0, 1 are indices 0, 1, 2) as f32.
+fn ternary_values(i: u32) -> vec4<f32> {
+    return grid_bytes(i) - vec4<f32>(1.0);
 }
 
 // iq1_m's binary16 super-scale, spread over the top nibbles of the four u16 scale words.
@@ -379,8 +402,9 @@ fn levels_iq2_xxs(base: u32, ib: u32) -> Chunk {
     for (var l = 0u; l < 4u; l++) {
         let idx = (indices >> (8u * l)) & 255u;
         let sg = ksigns((signs >> (7u * l)) & 127u);
-        q[2u * l] = grid_bytes(grid_word(2u * idx)) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(grid_word(2u * idx + 1u)) * signs4(sg, 4u);
+        let g = grid_iq2(idx);
+        q[2u * l] = grid_bytes(g.x) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(g.y) * signs4(sg, 4u);
     }
     return q;
 }
@@ -397,8 +421,9 @@ fn levels_iq2_xs(base: u32, ib: u32) -> Chunk {
         let v = (select(w.x, w.y, l >= 2u) >> (16u * (l % 2u))) & 0xffffu;
         let idx = v & 511u;
         let sg = ksigns(v >> 9u);
-        q[2u * l] = grid_bytes(grid_word(2u * idx)) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(grid_word(2u * idx + 1u)) * signs4(sg, 4u);
+        let g = grid_iq2(idx);
+        q[2u * l] = grid_bytes(g.x) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(g.y) * signs4(sg, 4u);
     }
     return q;
 }
@@ -423,8 +448,9 @@ fn levels_iq2_s(base: u32, ib: u32) -> Chunk {
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | ((qh << (8u - 2u * l)) & 0x300u);
         let sg = (signs >> (8u * l)) & 255u;
-        q[2u * l] = grid_bytes(grid_word(2u * idx)) * signs4(sg, 0u);
-        q[2u * l + 1u] = grid_bytes(grid_word(2u * idx + 1u)) * signs4(sg, 4u);
+        let g = grid_iq2(idx);
+        q[2u * l] = grid_bytes(g.x) * signs4(sg, 0u);
+        q[2u * l + 1u] = grid_bytes(g.y) * signs4(sg, 4u);
     }
     return q;
 }
@@ -483,8 +509,9 @@ fn levels_iq1_s(base: u32, ib: u32) -> Chunk {
     let qs = p0_u32_at(base + 2u + 4u * ib);
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | (((qh >> (3u * l)) & 7u) << 8u);
-        q[2u * l] = grid_ternary(grid_word(2u * idx)) + vec4<f32>(delta);
-        q[2u * l + 1u] = grid_ternary(grid_word(2u * idx + 1u)) + vec4<f32>(delta);
+        let g = grid_level_indices(idx);
+        q[2u * l] = ternary_values(g.x) + vec4<f32>(delta);
+        q[2u * l + 1u] = ternary_values(g.y) + vec4<f32>(delta);
     }
     return q;
 }
@@ -504,8 +531,9 @@ fn levels_iq1_m(base: u32, ib: u32) -> Chunk {
         let h = qh >> (4u * l);
         let idx = ((qs >> (8u * l)) & 255u) | ((h & 7u) << 8u);
         let delta = select(0.125, -0.125, (h & 8u) != 0u);
-        q[2u * l] = grid_ternary(grid_word(2u * idx)) + vec4<f32>(delta);
-        q[2u * l + 1u] = grid_ternary(grid_word(2u * idx + 1u)) + vec4<f32>(delta);
+        let g = grid_level_indices(idx);
+        q[2u * l] = ternary_values(g.x) + vec4<f32>(delta);
+        q[2u * l + 1u] = ternary_values(g.y) + vec4<f32>(delta);
     }
     return q;
 }

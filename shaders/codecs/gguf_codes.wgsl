@@ -29,11 +29,6 @@ fn spread16(b: u32) -> vec4<u32> {
     return vec4<u32>(spread4(b), spread4(b >> 4u), spread4(b >> 8u), spread4(b >> 12u));
 }
 
-// The four 2-bit fields of byte `b` (low first) as four bytes.
-fn spread_pairs(b: u32) -> u32 {
-    return (b & 3u) | ((b & 0xcu) << 6u) | ((b & 0x30u) << 12u) | ((b & 0xc0u) << 18u);
-}
-
 // The bytes of `g` negated where bits 0..3 of `bits` are set: (g ^ 0xff) + 1 per byte, which
 // carries into the next byte only for g = 0 — and no grid byte is 0 (src/gpu/kernels.rs tests
 // every grid).
@@ -42,12 +37,10 @@ fn negate_where(g: u32, bits: u32) -> u32 {
     return (g ^ m) + (m & 0x01010101u);
 }
 
-// 8·g ± 1 per int8 byte g ∈ {-1, 0, 1} of an iq1 grid word, computed on bytes biased by 128 so
-// no step borrows across a byte (every biased value stays in 119..137).
-fn ternary_codes(w: u32, plus: bool) -> u32 {
-    let nonzero = w & 0x01010101u;
-    let negative = (w >> 1u) & 0x01010101u;
-    let b = 0x80808080u + (nonzero << 3u) - (negative << 4u);
+// 8·g ± 1 per value g ∈ {-1, 0, 1} of an iq1 entry, from its level indices i = g + 1: on
+// bytes biased by 128 (8i - 8 ± 1 + 128 stays in 119..137, so nothing borrows across a byte).
+fn ternary_codes(i: u32, plus: bool) -> u32 {
+    let b = 0x78787878u + (i << 3u);
     return select(b - 0x01010101u, b + 0x01010101u, plus) ^ 0x80808080u;
 }
 
@@ -150,9 +143,10 @@ fn signed_pair(lo: u32, hi: u32, signs: u32) -> vec2<u32> {
     return vec2<u32>(negate_where(lo, signs), negate_where(hi, signs >> 4u));
 }
 
-// An 8-byte (u64) grid entry with its 8 sign bits.
+// An iq2 grid entry with its 8 sign bits.
 fn grid64_pair(idx: u32, signs: u32) -> vec2<u32> {
-    return signed_pair(grid_word(2u * idx), grid_word(2u * idx + 1u), signs);
+    let g = grid_iq2(idx);
+    return signed_pair(g.x, g.y, signs);
 }
 
 fn from_groups(g0: vec2<u32>, g1: vec2<u32>, g2: vec2<u32>, g3: vec2<u32>) -> Codes {
@@ -204,35 +198,42 @@ fn codes_iq3_xxs(base: u32, ib: u32) -> Codes {
 
 fn codes_iq3_s(base: u32, ib: u32) -> Codes {
     let qh = p0_u8_at(base + 66u + ib);
+    let lo = p0_u32_at(base + 2u + 8u * ib);
+    let hi = p0_u32_at(base + 6u + 8u * ib);
     let sg = p0_u32_at(base + 74u + 4u * ib);
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
-        let i1 = p0_u8_at(base + 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u);
-        let i2 = p0_u8_at(base + 2u + 8u * ib + 2u * l + 1u) | ((qh << (7u - 2u * l)) & 256u);
+        let pair = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
+        let i1 = (pair & 255u) | ((qh << (8u - 2u * l)) & 256u);
+        let i2 = ((pair >> 8u) & 255u) | ((qh << (7u - 2u * l)) & 256u);
         g[l] = signed_pair(grid_word(i1), grid_word(i2), (sg >> (8u * l)) & 255u);
     }
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
 fn ternary_pair(idx: u32, plus: bool) -> vec2<u32> {
-    return vec2<u32>(ternary_codes(grid_word(2u * idx), plus), ternary_codes(grid_word(2u * idx + 1u), plus));
+    let i = grid_level_indices(idx);
+    return vec2<u32>(ternary_codes(i.x, plus), ternary_codes(i.y, plus));
 }
 
 fn codes_iq1_s(base: u32, ib: u32) -> Codes {
     let qh = u16_at(base + 34u + 2u * ib);
+    let qs = p0_u32_at(base + 2u + 4u * ib);
     let plus = (qh & 0x8000u) == 0u;
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
-        g[l] = ternary_pair(p0_u8_at(base + 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8u), plus);
+        g[l] = ternary_pair(((qs >> (8u * l)) & 255u) | (((qh >> (3u * l)) & 7u) << 8u), plus);
     }
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
 fn codes_iq1_m(base: u32, ib: u32) -> Codes {
+    let qs = p0_u32_at(base + 4u * ib);
+    let qh = u16_at(base + 32u + 2u * ib);
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
-        let h = p0_u8_at(base + 32u + 2u * ib + l / 2u) >> (4u * (l % 2u));
-        g[l] = ternary_pair(p0_u8_at(base + 4u * ib + l) | ((h & 7u) << 8u), (h & 8u) == 0u);
+        let h = qh >> (4u * l);
+        g[l] = ternary_pair(((qs >> (8u * l)) & 255u) | ((h & 7u) << 8u), (h & 8u) == 0u);
     }
     return from_groups(g[0], g[1], g[2], g[3]);
 }

@@ -37,8 +37,8 @@ pub const WORDS_WG: usize = 64;
 pub const MATMUL_WG: u32 = 64;
 pub const MATMUL_LANES: u32 = 64;
 /// The largest i-quant grid (u32 words) a product kernel copies to workgroup memory: 6 KiB, so
-/// with the reduction's 10 KiB it stays within WebGPU's default 16 KiB (iq2_xxs, iq2_xs, iq3_xxs
-/// and iq3_s fit; iq2_s's and iq1's grids stay in their storage buffer).
+/// with the reduction's 10 KiB it stays within WebGPU's default 16 KiB. Every grid fits since the
+/// 8-byte entries are packed (`gguf_grid`; iq1's, the largest, is 1024 words).
 pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
 /// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).
@@ -243,18 +243,36 @@ impl KernelKey {
     }
 }
 
-/// The grid an i-quant kernel reads from plane1, as u32 words (a u64 entry low word first):
-/// ggml's tables from `gguf::tables`.
+/// The levels an 8-byte grid entry's values take: ggml's iq2 grids hold 0x08, 0x19 and 0x2b, its
+/// iq1s_grid the int8 bytes -1, 0 and 1. A level's index is what the device grid stores.
+const IQ2_GRID_LEVELS: [u8; 3] = [0x08, 0x19, 0x2b];
+const IQ1_GRID_LEVELS: [u8; 3] = [0xff, 0x00, 0x01];
+
+/// ggml's 8-byte grid entries packed as codecs/gguf_blocks.wgsl reads them: per entry 16 bits,
+/// value v's level index at bits 2v, entry e in half e % 2 of word e / 2. A byte outside
+/// `levels` would pack as index 3, which no decoder maps back: `packed_grids_are_lossless` proves
+/// every table is inside its levels.
+fn pack_grid(grid: &[u64], levels: [u8; 3]) -> Vec<u32> {
+    let entry = |e: u64| {
+        e.to_le_bytes().iter().enumerate().fold(0u32, |bits, (v, byte)| {
+            let index = levels.iter().position(|l| l == byte).unwrap_or(3) as u32;
+            bits | index << (2 * v)
+        })
+    };
+    grid.chunks(2).map(|pair| pair.iter().rev().fold(0, |word, &e| word << 16 | entry(e))).collect()
+}
+
+/// The grid an i-quant kernel reads from plane1, as u32 words: ggml's tables from
+/// `gguf::tables`, iq3's 4-byte entries as they are and the 8-byte ones packed (`pack_grid`).
 pub fn gguf_grid(format: Format) -> Option<Vec<u32>> {
     use crate::gguf::tables::*;
-    let split = |t: &[u64]| t.iter().flat_map(|&e| [e as u32, (e >> 32) as u32]).collect();
     match format {
-        Format::GgufIq2Xxs => Some(split(&IQ2XXS_GRID)),
-        Format::GgufIq2Xs => Some(split(&IQ2XS_GRID)),
-        Format::GgufIq2S => Some(split(&IQ2S_GRID)),
+        Format::GgufIq2Xxs => Some(pack_grid(&IQ2XXS_GRID, IQ2_GRID_LEVELS)),
+        Format::GgufIq2Xs => Some(pack_grid(&IQ2XS_GRID, IQ2_GRID_LEVELS)),
+        Format::GgufIq2S => Some(pack_grid(&IQ2S_GRID, IQ2_GRID_LEVELS)),
         Format::GgufIq3Xxs => Some(IQ3XXS_GRID.to_vec()),
         Format::GgufIq3S => Some(IQ3S_GRID.to_vec()),
-        Format::GgufIq1S | Format::GgufIq1M => Some(split(&IQ1S_GRID)),
+        Format::GgufIq1S | Format::GgufIq1M => Some(pack_grid(&IQ1S_GRID, IQ1_GRID_LEVELS)),
         Format::GgufQ8_0
         | Format::GgufQ4_0
         | Format::GgufQ5_0
@@ -428,10 +446,42 @@ mod tests {
     }
 
     #[test]
+    fn packed_grids_are_lossless() {
+        use crate::gguf::tables::*;
+        for (grid, levels, format) in [
+            (&IQ2XXS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xxs),
+            (&IQ2XS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xs),
+            (&IQ2S_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2S),
+            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1S),
+            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1M),
+        ] {
+            let packed = gguf_grid(format).unwrap();
+            assert_eq!(packed.len(), grid.len().div_ceil(2));
+            for (e, &entry) in grid.iter().enumerate() {
+                let bits = packed[e / 2] >> (16 * (e % 2));
+                for (v, &byte) in entry.to_le_bytes().iter().enumerate() {
+                    let index = (bits >> (2 * v) & 3) as usize;
+                    assert_eq!(levels.get(index), Some(&byte), "{format}: entry {e} value {v}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_grid_fits_workgroup_memory() {
+        for format in Format::ALL {
+            if let Some(grid) = gguf_grid(format) {
+                assert!(grid.len() <= GRID_WORKGROUP_WORDS, "{format}: {} words", grid.len());
+            }
+        }
+    }
+
+    #[test]
     fn no_signed_grid_has_a_zero_byte() {
         // codecs/gguf_codes.wgsl negates grid bytes as (g ^ 0xff) + 1, which would carry into the
-        // next byte for g = 0.
-        for format in [Format::GgufIq2Xxs, Format::GgufIq2Xs, Format::GgufIq2S, Format::GgufIq3Xxs, Format::GgufIq3S] {
+        // next byte for g = 0: iq3's words and iq2's levels hold none.
+        assert!(!IQ2_GRID_LEVELS.contains(&0));
+        for format in [Format::GgufIq3Xxs, Format::GgufIq3S] {
             let grid = gguf_grid(format).unwrap();
             assert!(grid.iter().all(|w| w.to_le_bytes().iter().all(|&b| b != 0)), "{format}: a zero grid byte");
         }
