@@ -1,9 +1,10 @@
-// Matmul Y = W X for P.columns activation columns (1..MAX_COLUMNS; one column is matvec). A
-// workgroup of MATMUL_WG = 64 invocations (MATMUL_LANES lanes) owns MATMUL_ROWS = ROW_BLOCK = 4
-// rows: each invocation handles the same chunks of all four. Each lane walks
+// Matmul Y = W X for P.columns activation columns (1..MAX_COLUMNS; one column is matvec). The
+// geometry is generated (src/gpu/kernels.rs, MATMUL_LANES): a workgroup of MATMUL_WG invocations
+// owns MATMUL_ROWS rows, in blocks of ROW_BLOCK rows with MATMUL_LANES lanes each; each
+// invocation handles the same chunks of all rows of its block. Each lane walks
 // its rows' chunks with stride MATMUL_LANES and decodes each chunk once (each weight byte read
-// once, as whole u32 words); every activation chunk it loads serves the four rows, so a column
-// costs a quarter of an activation load per weight. Then the lanes of each row reduce through
+// once, as whole u32 words); every activation chunk it loads serves the block's rows, so a column
+// costs a quarter of an activation load per weight. Then the lanes of each block reduce through
 // workgroup memory and lane 0 applies the row word once.
 //
 // The column count is a parameter, not a constant: one pipeline serves every J, and the column
@@ -16,11 +17,6 @@
 // profile's file (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl) binds the activation and defines
 // `lane_sums`, which leaves each invocation's sums in its `partial` slots.
 // Y is column-major: OUT[P.out_off + j * P.out_stride + row].
-
-const MATMUL_ROWS: u32 = 4u;
-const MATMUL_LANES: u32 = 64u;
-const MATMUL_WG: u32 = 64u;
-const ROW_BLOCK: u32 = 4u;
 
 // The sum of column j for row b of invocation li's block is partial[(4j + b) * MATMUL_WG + li].
 var<workgroup> partial: array<f32, 2048>;
@@ -54,7 +50,7 @@ fn block_row(wg: vec3<u32>, li: u32) -> u32 {
     return (wg.y * P.groups_x + wg.x) * MATMUL_ROWS + (li / MATMUL_LANES) * ROW_BLOCK;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MATMUL_WG)
 fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     codec_prepare(li);
     let lane = li % MATMUL_LANES;

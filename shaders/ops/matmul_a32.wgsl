@@ -44,7 +44,7 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
 }
 
 // Accumulates this invocation's share of rows row..row + 3 for every column (chunks lane,
-// lane + 64, ...) into its partial slots. A row past the pass's end contributes nothing.
+// lane + MATMUL_LANES, ...) into its partial slots. A row past the pass's end contributes nothing.
 fn lane_sums(row: u32, lane: u32, li: u32) {
     // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.

@@ -1,13 +1,13 @@
 // Matmul, subgroup variant (needs the SUBGROUP device feature): subgroupAdd replaces the first
 // log2(subgroup size) steps of the tree. It relies on subgroups being runs of consecutive local
-// invocation indices with a size dividing 64 — the capability table allows this variant only
-// where the platform probe confirmed exactly that.
+// invocation indices with a size dividing MATMUL_LANES (so none spans two row blocks) — the
+// capability table allows this variant only where the platform probe confirmed exactly that.
 
 // The sum of column j for row b of subgroup g (at most 64 / 4 subgroups) is
 // subgroup_sums[(4j + b) * 16 + g].
 var<workgroup> subgroup_sums: array<f32, 512>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MATMUL_WG)
 fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
                    @builtin(subgroup_size) sg: u32, @builtin(subgroup_invocation_id) sid: u32) {
     codec_prepare(li);

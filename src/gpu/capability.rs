@@ -86,7 +86,8 @@ fn platform_rule(platform: &Platform, op: Op, variant: Variant) -> Status {
         Variant::Workgroup | Variant::EmulatedDot => Status::Supported,
         Variant::Subgroup if !platform.has_subgroups => Status::Unsupported("the adapter does not offer the SUBGROUP feature".into()),
         Variant::Subgroup if platform.probes.subgroups_contiguous != Some(true) => Status::Unsupported(format!(
-            "subgroups are not runs of consecutive invocations with a size dividing 64 here (probe: {:?}, sizes {}..{})",
+            "subgroups are not runs of consecutive invocations with a size dividing {} here (probe: {:?}, sizes {}..{})",
+            super::kernels::MIN_PRODUCT_LANES,
             platform.probes.subgroups_contiguous, platform.subgroup_min_size, platform.subgroup_max_size
         )),
         Variant::Subgroup => Status::Supported,

@@ -270,7 +270,7 @@ pub(super) async fn run_probes(gpu: &Gpu) -> Result<Probes> {
     let io = probe(gpu, kernels::PROBE.to_string(), "subnormal", &[0x0D80_0000, 0, 0x3080_0000]).await?;
     probes.flushes_subnormal_results = Some(io[1] != 0x0008_0000);
     if gpu.platform().has_subgroups {
-        let source = kernels::for_device(format!("{}\n{}", kernels::PROBE, kernels::PROBE_SUBGROUP), true);
+        let source = kernels::for_device(kernels::subgroup_probe_source(), true);
         let io = probe(gpu, source, "subgroup_layout", &[0; 256]).await?;
         probes.subgroups_contiguous = Some(io.iter().all(|&v| v == 1));
     }

@@ -30,12 +30,35 @@ pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../shaders/ops/probe_su
 
 /// Values per chunk, the unit every codec decodes (`common.wgsl`).
 pub const CHUNK: usize = 32;
-/// Rows per matmul workgroup and invocations per dequant/gather workgroup (`ops/*.wgsl`).
-pub const MATMUL_ROWS: usize = 4;
+/// Invocations per dequant/gather workgroup (`ops/*.wgsl`).
 pub const WORDS_WG: usize = 64;
-/// Invocations per matmul workgroup, and the largest subgroup the subgroup variant accepts.
+/// The product kernels' geometry, written into every product module as WGSL constants
+/// (`product_geometry`): MATMUL_WG invocations per workgroup, `product_lanes` of them per block of
+/// ROW_BLOCK rows (each invocation takes every lanes-th chunk of all ROW_BLOCK rows), so
+/// `matmul_rows` rows per workgroup.
 pub const MATMUL_WG: u32 = 64;
-pub const MATMUL_LANES: u32 = 64;
+pub const ROW_BLOCK: u32 = 4;
+/// The fewest lanes per row block of any product kernel: the subgroup variant needs subgroups
+/// whose size divides it (a subgroup must not span two blocks), which the probe checks.
+pub const MIN_PRODUCT_LANES: u32 = 32;
+
+/// Lanes per row block. Kernels with a grid copy it to workgroup memory once per workgroup, so
+/// they take 32 lanes (each walks twice the chunks of 64, and the copy weighs half); measured
+/// on lavapipe, 4096x14336, interleaved with 64 lanes: iq2_xs A8 75 -> 63 ms, iq3_s A32 112 -> 70,
+/// A8 86 -> 78, 16 lanes no faster again. For the others 64 and 32 were within the noise (q8_0,
+/// q4_K, q6_K, bf16), and 64 keeps twice the workgroups for short matrices.
+pub fn product_lanes(format: Format) -> u32 {
+    match gguf_grid(format) {
+        Some(_) => MIN_PRODUCT_LANES,
+        None => 64,
+    }
+}
+
+/// Rows per product workgroup for `format`.
+pub fn matmul_rows(format: Format) -> usize {
+    (MATMUL_WG / product_lanes(format) * ROW_BLOCK) as usize
+}
+
 /// The largest i-quant grid (u32 words) a product kernel copies to workgroup memory: 6 KiB, so
 /// with the reduction's 10 KiB it stays within WebGPU's default 16 KiB. Every grid fits since the
 /// 8-byte entries are packed (`gguf_grid`; iq1's, the largest, is 1024 words).
@@ -350,6 +373,14 @@ pub fn constants(key: KernelKey) -> Result<String> {
     Ok(s)
 }
 
+/// The product kernels' geometry as WGSL constants (see [`product_lanes`]).
+fn product_geometry(lanes: u32) -> String {
+    let rows = MATMUL_WG / lanes * ROW_BLOCK;
+    format!(
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\n"
+    )
+}
+
 /// The complete WGSL module for one kernel.
 pub fn assemble(key: KernelKey) -> Result<String> {
     // No `enable subgroups;` line here: see [`for_device`].
@@ -367,6 +398,9 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         }
         (Op::MatmulA8, Variant::EmulatedDot) => &[CODEC_GGUF_CODES, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
     };
+    if key.op.is_product() {
+        s.push_str(&product_geometry(product_lanes(key.format)));
+    }
     for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
         s.push('\n');
         s.push_str(part);
@@ -395,7 +429,12 @@ pub fn for_device(source: String, uses_subgroups: bool) -> String {
 
 /// The probe modules: (name, WGSL, needs subgroups).
 pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
-    vec![("subnormal", PROBE.to_string(), false), ("subgroup_layout", format!("{PROBE}\n{PROBE_SUBGROUP}"), true)]
+    vec![("subnormal", PROBE.to_string(), false), ("subgroup_layout", subgroup_probe_source(), true)]
+}
+
+/// The subgroup-layout probe, which checks subgroup sizes against [`MIN_PRODUCT_LANES`].
+pub(crate) fn subgroup_probe_source() -> String {
+    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MIN_PRODUCT_LANES))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! 128-row tiles). Passes never straddle a block, and outputs larger than one buffer are cut the
 //! same way, so every kernel reads and writes exactly as it does over one buffer.
 
-use super::kernels::{self, Op, CHUNK, MATMUL_ROWS, MAX_COLUMNS, WORDS_WG};
+use super::kernels::{self, Op, CHUNK, MAX_COLUMNS, WORDS_WG};
 use super::params::Params;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -432,7 +432,7 @@ pub fn plan(
     let mut per_pass = v.rows.min(room / widest.max(1));
     per_pass = match op {
         Op::Dequant => per_pass.min(max_groups * WORDS_WG as u64 / chunks.max(1)).min(u32::MAX as u64 / chunks.max(1)),
-        Op::Matmul | Op::MatmulA8 => per_pass.min(max_groups * MATMUL_ROWS as u64),
+        Op::Matmul | Op::MatmulA8 => per_pass.min(max_groups * kernels::matmul_rows(format) as u64),
         // Requests per dispatch are bounded below; a pass's window only bounds source rows.
         Op::Gather => per_pass,
     };
@@ -522,7 +522,7 @@ pub fn plan(
                         };
                         p.x_stride = to_u32(chunks * per_chunk, "activation stride")?;
                         p.columns = columns as u32;
-                        (whole(0), rows.div_ceil(MATMUL_ROWS as u64))
+                        (whole(0), rows.div_ceil(kernels::matmul_rows(format) as u64))
                     }
                 };
                 p.groups_x = dispatch_size(groups, max_dim)[0];

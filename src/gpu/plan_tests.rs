@@ -251,7 +251,7 @@ fn large_dispatches_spread_over_two_dimensions() {
     let p = plan_of(Format::Fp32, &[5000, 64], Request::Matmul { columns: 1 }, &l).unwrap();
     for pass in &p.passes {
         let groups = pass.groups[0] as u64 * pass.groups[1] as u64;
-        assert!(groups * MATMUL_ROWS as u64 >= pass.params.rows as u64);
+        assert!(groups * kernels::matmul_rows(Format::Fp32) as u64 >= pass.params.rows as u64);
         assert!(pass.groups[1] > 1 || p.passes.len() > 1);
     }
     assert_eq!(p.passes.iter().map(|p| p.params.rows as usize).sum::<usize>(), 5000);

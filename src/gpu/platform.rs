@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 pub struct Probes {
     /// `Some(true)` when an f32 multiply whose exact result is subnormal returned zero.
     pub flushes_subnormal_results: Option<bool>,
-    /// `Some(true)` when subgroups are runs of consecutive invocations with a size dividing 64.
+    /// `Some(true)` when subgroups are runs of consecutive invocations with a size dividing the
+    /// products' `kernels::MIN_PRODUCT_LANES`.
     pub subgroups_contiguous: Option<bool>,
 }
 
