@@ -619,10 +619,11 @@ fn chunk_affine(row: u32, c: u32) -> vec4<f32> {
     return vec4<f32>(poison_f32());
 }
 
-// Called by the matmul entry points before anything else, in uniform control flow.
-fn codec_prepare(li: u32) {
+// Called by the matmul entry points before anything else, in uniform control flow, by each of
+// the workgroup's `invocations`.
+fn codec_prepare(li: u32, invocations: u32) {
     if GRID_IN_WORKGROUP {
-        for (var i = li; i < GRID_WORDS; i += 64u) {
+        for (var i = li; i < GRID_WORDS; i += invocations) {
             grid_wg[i] = plane1[i];
         }
         workgroupBarrier();

@@ -30,8 +30,8 @@ fn spread16(b: u32) -> vec4<u32> {
 }
 
 // The bytes of `g` negated where bits 0..3 of `bits` are set: (g ^ 0xff) + 1 per byte, which
-// carries into the next byte only for g = 0 — and no grid byte is 0 (src/gpu/kernels.rs tests
-// every grid).
+// carries into the next byte only for g = 0 — and no grid byte is 0: iq2's are its three levels
+// (grid_iq2), iq3's stored words (src/gpu/kernels.rs tests both).
 fn negate_where(g: u32, bits: u32) -> u32 {
     let m = spread4(bits) * 0xffu;
     return (g ^ m) + (m & 0x01010101u);
@@ -137,7 +137,7 @@ fn codes_q6_k(base: u32, j: u32) -> Codes {
                  ((words4(ql + 16u) >> sl) & LOW_NIBBLES) | (((words4(qh + 16u) >> sh) & LOW_PAIRS) << vec4<u32>(4u)));
 }
 
-// ---- i-quants: per group l of 8 values, two grid words with their signs ----------------------
+// ---- i-quants: per group l of 8 values, its grid entry's two words with their signs ----------
 
 fn signed_pair(lo: u32, hi: u32, signs: u32) -> vec2<u32> {
     return vec2<u32>(negate_where(lo, signs), negate_where(hi, signs >> 4u));

@@ -72,4 +72,4 @@ fn row_word(row: u32) -> u32 {
 }
 
 // Nothing to prepare: this codec reads only its planes.
-fn codec_prepare(li: u32) {}
+fn codec_prepare(li: u32, invocations: u32) {}

@@ -18,8 +18,8 @@
 // `lane_sums`, which leaves each invocation's sums in its `partial` slots.
 // Y is column-major: OUT[P.out_off + j * P.out_stride + row].
 
-// The sum of column j for row b of invocation li's block is partial[(4j + b) * MATMUL_WG + li].
-var<workgroup> partial: array<f32, 2048>;
+// The sum of column j for row b of invocation li's block is partial[(ROW_BLOCK j + b) * MATMUL_WG + li].
+var<workgroup> partial: array<f32, PARTIAL_SLOTS>;
 
 fn slot(j: u32, b: u32, li: u32) -> u32 {
     return (ROW_BLOCK * j + b) * MATMUL_WG + li;
@@ -52,7 +52,7 @@ fn block_row(wg: vec3<u32>, li: u32) -> u32 {
 
 @compute @workgroup_size(MATMUL_WG)
 fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    codec_prepare(li);
+    codec_prepare(li, MATMUL_WG);
     let lane = li % MATMUL_LANES;
     let row = block_row(wg, li);
     lane_sums(row, lane, li);

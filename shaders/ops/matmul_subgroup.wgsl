@@ -1,16 +1,17 @@
 // Matmul, subgroup variant (needs the SUBGROUP device feature): subgroupAdd replaces the first
-// log2(subgroup size) steps of the tree. It relies on subgroups being runs of consecutive local
-// invocation indices with a size dividing MATMUL_LANES (so none spans two row blocks) — the
-// capability table allows this variant only where the platform probe confirmed exactly that.
+// log2(subgroup size) steps of the tree. It relies on subgroups being runs of at least 4
+// consecutive local invocation indices no wider than MATMUL_LANES (so none spans two row blocks)
+// — the capability table allows this variant only where the platform probe confirmed the runs
+// and the adapter's largest subgroup size is at most the kernel's lanes.
 
-// The sum of column j for row b of subgroup g (at most 64 / 4 subgroups) is
-// subgroup_sums[(4j + b) * 16 + g].
-var<workgroup> subgroup_sums: array<f32, 512>;
+// The sum of column j for row b of subgroup g (at most MATMUL_WG / 4 subgroups) is
+// subgroup_sums[(ROW_BLOCK j + b) * MATMUL_WG / 4 + g].
+var<workgroup> subgroup_sums: array<f32, SUBGROUP_SLOTS>;
 
 @compute @workgroup_size(MATMUL_WG)
 fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
                    @builtin(subgroup_size) sg: u32, @builtin(subgroup_invocation_id) sid: u32) {
-    codec_prepare(li);
+    codec_prepare(li, MATMUL_WG);
     let lane = li % MATMUL_LANES;
     let row = block_row(wg, li);
     lane_sums(row, lane, li);
@@ -19,7 +20,7 @@ fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
         for (var b = 0u; b < ROW_BLOCK; b++) {
             let total = subgroupAdd(partial[slot(j, b, li)]);
             if sid == 0u {
-                subgroup_sums[(ROW_BLOCK * j + b) * 16u + li / sg] = total;
+                subgroup_sums[(ROW_BLOCK * j + b) * (MATMUL_WG / 4u) + li / sg] = total;
             }
         }
     }
@@ -32,7 +33,7 @@ fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
                 for (var j = 0u; j < P.columns; j++) {
                     var sum = 0.0;
                     for (var i = 0u; i < per_row; i++) {
-                        sum += subgroup_sums[(ROW_BLOCK * j + b) * 16u + first + i];
+                        sum += subgroup_sums[(ROW_BLOCK * j + b) * (MATMUL_WG / 4u) + first + i];
                     }
                     write_column(row + b, j, sum);
                 }

@@ -71,8 +71,8 @@ fn variant_rule(op: Op, variant: Variant) -> Status {
     }
 }
 
-/// The platform-level rule for a variant.
-fn platform_rule(platform: &Platform, op: Op, variant: Variant) -> Status {
+/// The platform-level rule for a variant of `format`'s kernel.
+fn platform_rule(platform: &Platform, format: Format, op: Op, variant: Variant) -> Status {
     let packed = match (op, variant) {
         (Op::MatmulA8, Variant::Workgroup | Variant::Subgroup) if !platform.has_packed_dot => Status::Unsupported(
             "the platform's WGSL lacks packed_4x8_integer_dot_product (the emulated-dot variant runs instead)".into(),
@@ -86,10 +86,21 @@ fn platform_rule(platform: &Platform, op: Op, variant: Variant) -> Status {
         Variant::Workgroup | Variant::EmulatedDot => Status::Supported,
         Variant::Subgroup if !platform.has_subgroups => Status::Unsupported("the adapter does not offer the SUBGROUP feature".into()),
         Variant::Subgroup if platform.probes.subgroups_contiguous != Some(true) => Status::Unsupported(format!(
-            "subgroups are not runs of consecutive invocations with a size dividing {} here (probe: {:?}, sizes {}..{})",
-            super::kernels::MIN_PRODUCT_LANES,
-            platform.probes.subgroups_contiguous, platform.subgroup_min_size, platform.subgroup_max_size
+            "subgroups are not runs of 4 or more consecutive invocations with a size dividing {} here (probe: {:?}, sizes {}..{})",
+            super::kernels::MATMUL_WG,
+            platform.probes.subgroups_contiguous,
+            platform.subgroup_min_size,
+            platform.subgroup_max_size
         )),
+        // A driver may pick any size up to the maximum per pipeline; a subgroup wider than the
+        // kernel's row block would add two blocks' rows together.
+        Variant::Subgroup if platform.subgroup_max_size > super::kernels::product_lanes(format) => {
+            Status::Unsupported(format!(
+                "subgroups here may be up to {} invocations, wider than {format}'s {}-lane row blocks",
+                platform.subgroup_max_size,
+                super::kernels::product_lanes(format)
+            ))
+        }
         Variant::Subgroup => Status::Supported,
     }
 }
@@ -105,7 +116,7 @@ pub fn status(format: Format, layout: Layout, op: Op, variant: Variant, platform
         }
     }
     match platform {
-        Some(p) => platform_rule(p, op, variant),
+        Some(p) => platform_rule(p, format, op, variant),
         None => Status::Supported,
     }
 }

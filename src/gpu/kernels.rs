@@ -38,18 +38,16 @@ pub const WORDS_WG: usize = 64;
 /// `matmul_rows` rows per workgroup.
 pub const MATMUL_WG: u32 = 64;
 pub const ROW_BLOCK: u32 = 4;
-/// The fewest lanes per row block of any product kernel: the subgroup variant needs subgroups
-/// whose size divides it (a subgroup must not span two blocks), which the probe checks.
-pub const MIN_PRODUCT_LANES: u32 = 32;
-
 /// Lanes per row block. Kernels with a grid copy it to workgroup memory once per workgroup, so
 /// they take 32 lanes (each walks twice the chunks of 64, and the copy weighs half); measured
 /// on lavapipe, 4096x14336, interleaved with 64 lanes: iq2_xs A8 75 -> 63 ms, iq3_s A32 112 -> 70,
 /// A8 86 -> 78, 16 lanes no faster again. For the others 64 and 32 were within the noise (q8_0,
-/// q4_K, q6_K, bf16), and 64 keeps twice the workgroups for short matrices.
+/// q4_K, q6_K, bf16), and 64 keeps twice the workgroups for short matrices. The subgroup variant
+/// needs the adapter's largest subgroup to fit one block (capability.rs): 32 keeps it on NVIDIA
+/// (32) and lavapipe (8); where subgroups may be 64 wide only the 64-lane kernels take it.
 pub fn product_lanes(format: Format) -> u32 {
     match gguf_grid(format) {
-        Some(_) => MIN_PRODUCT_LANES,
+        Some(_) => 32,
         None => 64,
     }
 }
@@ -374,10 +372,16 @@ pub fn constants(key: KernelKey) -> Result<String> {
 }
 
 /// The product kernels' geometry as WGSL constants (see [`product_lanes`]).
+/// PARTIAL_SLOTS sizes `partial` (ops/matmul.wgsl: a sum per column, row of the block and
+/// invocation); SUBGROUP_SLOTS sizes `subgroup_sums` (ops/matmul_subgroup.wgsl: per column and row,
+/// one per subgroup, of at least 4 invocations).
 fn product_geometry(lanes: u32) -> String {
     let rows = MATMUL_WG / lanes * ROW_BLOCK;
+    let columns = MAX_COLUMNS as u32;
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\n"
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        columns * ROW_BLOCK * MATMUL_WG,
+        columns * ROW_BLOCK * (MATMUL_WG / 4)
     )
 }
 
@@ -432,9 +436,9 @@ pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
     vec![("subnormal", PROBE.to_string(), false), ("subgroup_layout", subgroup_probe_source(), true)]
 }
 
-/// The subgroup-layout probe, which checks subgroup sizes against [`MIN_PRODUCT_LANES`].
+/// The subgroup-layout probe, which checks subgroup sizes against the products' MATMUL_WG.
 pub(crate) fn subgroup_probe_source() -> String {
-    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MIN_PRODUCT_LANES))
+    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MATMUL_WG))
 }
 
 #[cfg(test)]
@@ -481,6 +485,18 @@ mod tests {
                     assert_eq!(tests, 1, "{flag}: tested once by {dispatcher}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn product_lanes_fit_the_reduction_tree() {
+        // ops/matmul.wgsl halves the lanes per step and block_row divides the workgroup by them.
+        for format in Format::ALL {
+            let lanes = product_lanes(format);
+            assert!(
+                lanes.is_power_of_two() && lanes >= 4 && MATMUL_WG.is_multiple_of(lanes),
+                "{format}: {lanes} lanes"
+            );
         }
     }
 

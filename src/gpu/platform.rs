@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 pub struct Probes {
     /// `Some(true)` when an f32 multiply whose exact result is subnormal returned zero.
     pub flushes_subnormal_results: Option<bool>,
-    /// `Some(true)` when subgroups are runs of consecutive invocations with a size dividing the
-    /// products' `kernels::MIN_PRODUCT_LANES`.
+    /// `Some(true)` when subgroups are runs of at least 4 consecutive invocations with a size
+    /// dividing the products' `kernels::MATMUL_WG`.
     pub subgroups_contiguous: Option<bool>,
 }
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Instructions per weight of a matvec kernel as lavapipe runs it, from a profile. The command
+# (ours, or llama.cpp's test-backend-ops) runs under `perf record` (cpu-clock: this VM has no
+# hardware counters) with Mesa's x86 listing on (GALLIVM_DEBUG=asm, shader cache off). The
+# samples that land in the largest compiled compute function are mapped onto its basic blocks;
+# the blocks that take samples in proportion to their size are the hot loop (cold paths take
+# next to none). Their instructions and bounds-checked loads (lavapipe checks each storage load
+# per invocation: `jae`), divided by the weights one pass of that loop handles — which the
+# kernel's source says (ours: 8 invocations × 4 rows × 32 values, or × 64 for pairs of chunks) —
+# are the work per weight of the two kernels, compared on the same driver.
+#
+#   tools/lavapipe-profile.sh WEIGHTS_PER_PASS -- COMMAND...
+#   tools/lavapipe-profile.sh 1024 -- target/release/ninfer-wgpu bench --adapter vulkan \
+#       --formats bf16 --shape 16384x14336 --ops matmul --profile a32
+#
+# Give the run enough samples (tens of thousands in the kernel) for every hot block to take some.
+set -euo pipefail
+per_pass=$1
+shift
+[ "${1:-}" = -- ] && shift
+export VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+MESA_SHADER_CACHE_DISABLE=true GALLIVM_DEBUG=asm perf record -q -e cpu-clock -F 10000 -o "$tmp/perf.data" "$@" > "$tmp/asm.txt" 2>&1
+perf script -i "$tmp/perf.data" -F ip,dso 2>/dev/null | grep -F 'perf-' > "$tmp/ips.txt" || true
+python3 - "$tmp/asm.txt" "$tmp/ips.txt" "$per_pass" <<'PY'
+import collections, random, re, sys
+funcs, cur = [], None
+for line in open(sys.argv[1], errors="replace"):
+    line = line.rstrip("\n")
+    if re.match(r"^[A-Za-z_.]+:$", line):
+        cur = []
+        funcs.append(cur)
+    elif cur is not None:
+        m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
+        if m:
+            cur.append((int(m.group(1), 16), m.group(2), m.group(3)))
+if not funcs:
+    sys.exit("no GALLIVM_DEBUG=asm output: is this lavapipe?")
+f = max(funcs, key=len)
+at = {o: i for i, (o, _, _) in enumerate(f)}
+ips = [int(l.split()[0], 16) for l in open(sys.argv[2]) if l.strip()]
+if not ips:
+    sys.exit("no samples in JIT code (perf maps it as /tmp/perf-PID.map)")
+# The function's load address: the base that puts the most samples on instruction boundaries.
+random.seed(0)
+votes = collections.Counter()
+offsets = [o for o, _, _ in f]
+for ip in random.sample(ips, min(300, len(ips))):
+    for o in offsets:
+        votes[ip - o] += 1
+base = votes.most_common(1)[0][0]
+# Basic blocks: a jump's target and the instruction after a jump start one.
+leaders = {0}
+for i, (o, op, arg) in enumerate(f):
+    if op.startswith("j") or op.startswith("ret"):
+        leaders.add(i + 1)
+        m = re.match(r"^(0x)?([0-9a-f]+)$", arg.strip())
+        if m and int(m.group(2), 16) in at:
+            leaders.add(at[int(m.group(2), 16)])
+starts = sorted(l for l in leaders if l < len(f)) + [len(f)]
+block = [0] * len(f)
+for b in range(len(starts) - 1):
+    for i in range(starts[b], starts[b + 1]):
+        block[i] = b
+samples = collections.Counter()
+mapped = 0
+for ip in ips:
+    if ip - base in at:
+        # A sample names the instruction after the one retiring.
+        samples[block[max(at[ip - base] - 1, 0)]] += 1
+        mapped += 1
+size = lambda b: starts[b + 1] - starts[b]
+mean = mapped / len(f)
+hot = [b for b in range(len(starts) - 1) if samples[b] >= 0.1 * mean * size(b)]
+instr = [f[i] for b in hot for i in range(starts[b], starts[b + 1])]
+w = float(sys.argv[3])
+loads = sum(1 for x in instr if x[1] == "jae")
+stack = sum(1 for x in instr if "(%rsp" in x[2])
+share = sum(samples[b] for b in hot) / max(mapped, 1)
+print(f"kernel: {len(f)} instructions, {mapped} of {len(ips)} JIT samples; hot blocks hold {share:.0%} of them")
+print(f"per weight: {len(instr) / w:.1f} instructions, {loads / w:.2f} checked loads, {stack / w:.1f} stack accesses "
+      f"({len(instr)} / {loads} / {stack} per pass of {w:g} weights)")
+PY
