@@ -22,19 +22,9 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 MESA_SHADER_CACHE_DISABLE=true GALLIVM_DEBUG=asm "$bin" bench --adapter vulkan --formats "$format" \
   --shape 64x512 --ops "$op" --columns 1 "${extra[@]}" > "$out" 2>&1
-python3 - "$out" "$format $op $variant" <<'PY'
-import re, sys
-funcs, cur = [], None
-for line in open(sys.argv[1], errors="replace"):
-    line = line.rstrip("\n")
-    if re.match(r"^[A-Za-z_.]+:$", line):
-        cur = []
-        funcs.append(cur)
-    elif cur is not None and re.match(r"^\s+[0-9a-f]+:\s", line):
-        parts = line.split("\t")
-        cur.append(parts[1].split()[0] if len(parts) > 1 and parts[1].split() else "")
-if not funcs:
-    sys.exit("no GALLIVM_DEBUG=asm output: is this lavapipe?")
-ins = max(funcs, key=len)
+PYTHONPATH=tools python3 - "$out" "$format $op $variant" <<'PY'
+import sys
+from lavapipe_listing import largest_function
+ins = [op for _, op, _ in largest_function(sys.argv[1])]
 print(f"{sys.argv[2]:<36} instructions {len(ins):6d}  checked loads {ins.count('jae'):5d}  vpextrb {ins.count('vpextrb'):5d}")
 PY

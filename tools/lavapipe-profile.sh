@@ -23,21 +23,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 MESA_SHADER_CACHE_DISABLE=true GALLIVM_DEBUG=asm perf record -q -e cpu-clock -F 10000 -o "$tmp/perf.data" "$@" > "$tmp/asm.txt" 2>&1
 perf script -i "$tmp/perf.data" -F ip,dso 2>/dev/null | grep -F 'perf-' > "$tmp/ips.txt" || true
-python3 - "$tmp/asm.txt" "$tmp/ips.txt" "$per_pass" <<'PY'
+PYTHONPATH="$(dirname "$0")" python3 - "$tmp/asm.txt" "$tmp/ips.txt" "$per_pass" <<'PY'
 import collections, random, re, sys
-funcs, cur = [], None
-for line in open(sys.argv[1], errors="replace"):
-    line = line.rstrip("\n")
-    if re.match(r"^[A-Za-z_.]+:$", line):
-        cur = []
-        funcs.append(cur)
-    elif cur is not None:
-        m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
-        if m:
-            cur.append((int(m.group(1), 16), m.group(2), m.group(3)))
-if not funcs:
-    sys.exit("no GALLIVM_DEBUG=asm output: is this lavapipe?")
-f = max(funcs, key=len)
+from lavapipe_listing import largest_function
+f = largest_function(sys.argv[1])
 at = {o: i for i, (o, _, _) in enumerate(f)}
 ips = [int(l.split()[0], 16) for l in open(sys.argv[2]) if l.strip()]
 if not ips:

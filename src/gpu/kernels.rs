@@ -46,9 +46,10 @@ pub const ROW_BLOCK: u32 = 4;
 /// needs the adapter's largest subgroup to fit one block (capability.rs): 32 keeps it on NVIDIA
 /// (32) and lavapipe (8); where subgroups may be 64 wide only the 64-lane kernels take it.
 pub fn product_lanes(format: Format) -> u32 {
-    match gguf_grid(format) {
-        Some(_) => 32,
-        None => 64,
+    if has_grid(format) {
+        32
+    } else {
+        64
     }
 }
 
@@ -283,17 +284,36 @@ fn pack_grid(grid: &[u64], levels: [u8; 3]) -> Vec<u32> {
     grid.chunks(2).map(|pair| pair.iter().rev().fold(0, |word, &e| word << 16 | entry(e))).collect()
 }
 
+/// Where a format's grid comes from: iq3's 4-byte entries as they are, the 8-byte ones packed
+/// over their levels (`pack_grid`).
+enum GridSource {
+    Words(&'static [u32]),
+    Packed(&'static [u64], [u8; 3]),
+}
+
 /// The grid an i-quant kernel reads from plane1, as u32 words: ggml's tables from
 /// `gguf::tables`, iq3's 4-byte entries as they are and the 8-byte ones packed (`pack_grid`).
 pub fn gguf_grid(format: Format) -> Option<Vec<u32>> {
+    grid_source(format).map(|source| match source {
+        GridSource::Words(words) => words.to_vec(),
+        GridSource::Packed(grid, levels) => pack_grid(grid, levels),
+    })
+}
+
+/// Whether `format`'s kernels bind a grid (without building it).
+pub fn has_grid(format: Format) -> bool {
+    grid_source(format).is_some()
+}
+
+fn grid_source(format: Format) -> Option<GridSource> {
     use crate::gguf::tables::*;
     match format {
-        Format::GgufIq2Xxs => Some(pack_grid(&IQ2XXS_GRID, IQ2_GRID_LEVELS)),
-        Format::GgufIq2Xs => Some(pack_grid(&IQ2XS_GRID, IQ2_GRID_LEVELS)),
-        Format::GgufIq2S => Some(pack_grid(&IQ2S_GRID, IQ2_GRID_LEVELS)),
-        Format::GgufIq3Xxs => Some(IQ3XXS_GRID.to_vec()),
-        Format::GgufIq3S => Some(IQ3S_GRID.to_vec()),
-        Format::GgufIq1S | Format::GgufIq1M => Some(pack_grid(&IQ1S_GRID, IQ1_GRID_LEVELS)),
+        Format::GgufIq2Xxs => Some(GridSource::Packed(&IQ2XXS_GRID, IQ2_GRID_LEVELS)),
+        Format::GgufIq2Xs => Some(GridSource::Packed(&IQ2XS_GRID, IQ2_GRID_LEVELS)),
+        Format::GgufIq2S => Some(GridSource::Packed(&IQ2S_GRID, IQ2_GRID_LEVELS)),
+        Format::GgufIq3Xxs => Some(GridSource::Words(&IQ3XXS_GRID)),
+        Format::GgufIq3S => Some(GridSource::Words(&IQ3S_GRID)),
+        Format::GgufIq1S | Format::GgufIq1M => Some(GridSource::Packed(&IQ1S_GRID, IQ1_GRID_LEVELS)),
         Format::GgufQ8_0
         | Format::GgufQ4_0
         | Format::GgufQ5_0

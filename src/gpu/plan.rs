@@ -79,7 +79,7 @@ impl View {
                 plain(g.n, g.k, [rows(0, g.row_bytes), Same { index: 0, extra: g.k as u64 }, unused])
             }
             PayloadGeometry::Gguf(g) => {
-                let grid = if kernels::gguf_grid(g.format).is_some() { Grid } else { unused };
+                let grid = if kernels::has_grid(g.format) { Grid } else { unused };
                 plain(g.n, g.k, [rows(0, g.row_bytes), grid, unused])
             }
         }
