@@ -143,6 +143,64 @@ fn conformance_on_every_adapter() {
     assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
 }
 
+/// Plane 0 read through its vec4 view (binding 6, where a window starts and ends on whole vec4s)
+/// and as u32 words only: the same bytes, so bit-identical results on every adapter, and the
+/// word path meets the oracle too. The shapes put every row on a vec4 (q4_K 144, q5_K 176,
+/// bf16 2000, fp32 4000 bytes), so the default device takes the vec4 path for all of them.
+#[test]
+fn vec4_and_word_loads_give_identical_results() {
+    let seed = Rng::seed_from_time();
+    println!("vec4 seed {seed}");
+    let mut rng = Rng::new(seed);
+    for selector in selectors() {
+        let Some(vec4) = open(&selector, GpuOptions::default()) else { continue };
+        let Some(words) = open(&selector, GpuOptions { word_loads_only: true, ..Default::default() }) else { continue };
+        for (format, shape) in [
+            (Format::GgufQ4K, vec![67, 1024]),
+            (Format::GgufQ5K, vec![5, 4352]),
+            (Format::Bf16, vec![9, 1000]),
+            (Format::Fp32, vec![9, 1000]),
+        ] {
+            let w = random_words(format, &shape, 1, &mut rng, Words::Finite).unwrap();
+            let t = EncodedTensor::encode(&w, format.spec().layouts[0]).unwrap();
+            let (a, b) = (
+                block_on(vec4.upload(&t.validate().unwrap())).unwrap(),
+                block_on(words.upload(&t.validate().unwrap())).unwrap(),
+            );
+            let what = format!("{selector} {format}");
+            assert_eq!(block_on(vec4.dequant(&a)).unwrap(), block_on(words.dequant(&b)).unwrap(), "{what}: dequant");
+            let rows = conformance::gather_rows(shape[0], &mut rng);
+            assert_eq!(
+                block_on(vec4.gather(&a, &rows)).unwrap(),
+                block_on(words.gather(&b, &rows)).unwrap(),
+                "{what}: gather"
+            );
+            let columns = 3;
+            let x = random_activation(shape[1] * columns, &mut rng);
+            for op in [Op::Matmul, Op::MatmulA8] {
+                let (ya, yb) = match (
+                    block_on(vec4.product(&a, &x, columns, op, Variant::Workgroup)),
+                    block_on(words.product(&b, &x, columns, op, Variant::Workgroup)),
+                ) {
+                    (Ok(ya), Ok(yb)) => (ya, yb),
+                    // A8 is for gguf blocks only; both devices refuse the rest alike.
+                    (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if op == Op::MatmulA8 => continue,
+                    (ra, rb) => panic!("{what} {op:?}: {ra:?} / {rb:?}"),
+                };
+                assert_eq!(
+                    ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{what} {op:?}: vec4 and word loads differ"
+                );
+                let case =
+                    block_on(conformance::run_case(&words, format, op, Variant::Workgroup, &shape, columns, &mut rng))
+                        .unwrap();
+                assert_eq!(case.verdict, Verdict::Pass, "{what} {op:?}, word loads vs oracle: {}", case.detail);
+            }
+        }
+    }
+}
+
 /// Tensors larger than a 1 MiB binding, for the windowing test.
 fn large_cases() -> Vec<(Format, Vec<usize>, usize)> {
     vec![

@@ -14,6 +14,21 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
     let start = P.off0 + row * P.stride0 + c * 32u * WORD_BYTES;
     let base = start >> 2u;
     let odd = (start & 3u) != 0u;
+    if P.vec0 != 0u && ((P.off0 | P.stride0) & 15u) == 0u {
+        // Rows on whole vec4s (uniform): a chunk is 4 (bf16) or 8 (fp32, int32) vec4 loads and
+        // starts on a word, so the odd-start form is not needed.
+        let v = start >> 4u;
+        for (var i = 0u; i < 8u; i++) {
+            if WORD_BYTES == 4u {
+                out[i] = bitcast<vec4<f32>>(plane0_vec4[v + i]);
+            } else {
+                let p = plane0_vec4[v + i / 2u];
+                let w = select(p.xy, p.zw, i % 2u == 1u);
+                out[i] = bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));
+            }
+        }
+        return mask_chunk_past_k(out, c);
+    }
     for (var i = 0u; i < 8u; i++) {
         var w: vec4<u32>;
         if WORD_BYTES == 4u {
@@ -27,6 +42,12 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
         }
         out[i] = bitcast<vec4<f32>>(w);
     }
+    return mask_chunk_past_k(out, c);
+}
+
+// The chunk with its values past K (the row's last chunk only) set by mask_past_k.
+fn mask_chunk_past_k(q: Chunk, c: u32) -> Chunk {
+    var out = q;
     if (c + 1u) * 32u > P.k {
         for (var i = 0u; i < 8u; i++) {
             out[i] = mask_past_k(out[i], c * 32u + 4u * i);

@@ -25,9 +25,13 @@ fn p0_u8_at(b: u32) -> u32 {
 
 // The four u32 at bytes b..b + 16. For types whose blocks are whole words every caller's b is a
 // block's start + 4k (rows and pass windows start on whole rows, src/gpu/plan.rs, so every
-// block starts on a word): four loads. For the others, five aligned loads funnel-shifted,
-// where four unaligned loads would take eight. The condition is a constant.
+// block starts on a word): four loads. Blocks of whole vec4s (q4_K, q5_K) are read at a block's
+// start + 16k only, so where the window allows (P.vec0, uniform) that is one vec4 load. For the
+// others, five aligned loads funnel-shifted, where four unaligned loads would take eight.
 fn block_words4(b: u32) -> vec4<u32> {
+    if BLOCK_BYTES % 16u == 0u && P.vec0 != 0u && ((P.off0 | P.stride0) & 15u) == 0u {
+        return plane0_vec4[b >> 4u];
+    }
     if BLOCK_BYTES % 4u == 0u {
         let w = b >> 2u;
         return vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
@@ -47,7 +51,10 @@ fn u16_at(b: u32) -> u32 {
 
 // The two binary16 values at an even offset b and b + 2 (d and dmin, say).
 fn f16_pair_at(b: u32) -> vec2<f32> {
-    let w = p0_u32_at(b);
+    return f16_pair_of(p0_u32_at(b));
+}
+
+fn f16_pair_of(w: u32) -> vec2<f32> {
     return vec2<f32>(f16_bits_to_f32(w & 0xffffu), f16_bits_to_f32(w >> 16u));
 }
 
@@ -230,14 +237,9 @@ fn affine_q3_k(base: u32, j: u32) -> vec4<f32> {
     return vec4<f32>(d * sc.x, 0.0, d * sc.y, 0.0);
 }
 
-// get_scale_min_k4: the 6-bit (scale, min) of sub-block j from the 12 packed bytes at `at`.
-// The 12 bytes are loaded as three words once (neighbouring invocations take different j, so
+// get_scale_min_k4: the 6-bit (scale, min) of sub-block j from the 12 packed bytes as three
+// words `w` (a block's words 1..3, loaded once) (neighbouring invocations take different j, so
 // both forms are computed and one selected).
-fn scale_min_k4(j: u32, at: u32) -> vec2<f32> {
-    return scale_min_k4_of(j, vec3<u32>(p0_u32_at(at), p0_u32_at(at + 4u), p0_u32_at(at + 8u)));
-}
-
-// The same from the 12 bytes as three words `w`.
 fn scale_min_k4_of(j: u32, w: vec3<u32>) -> vec2<f32> {
     let s = 8u * (j % 4u);
     let b0 = (w.x >> s) & 255u;
@@ -285,8 +287,9 @@ fn levels_q5_k(base: u32, j: u32) -> Chunk {
 
 // q4_K, q5_K: d1 = d * sc, m1 = dmin * m for sub-block j; y = d1 * q - m1.
 fn affine_q4_k(base: u32, j: u32) -> vec4<f32> {
-    let sm = scale_min_k4(j, base + 4u);
-    let dm = f16_pair_at(base);
+    let head = block_words4(base);
+    let sm = scale_min_k4_of(j, head.yzw);
+    let dm = f16_pair_of(head.x);
     let a = dm.x * sm.x;
     let b = dm.y * sm.y;
     return vec4<f32>(a, b, a, b);

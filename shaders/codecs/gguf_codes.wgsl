@@ -259,10 +259,11 @@ struct Pair8 {
 fn pair_q4_k(base: u32, j: u32, qs: u32) -> Pair8 {
     let w0 = words4(qs + 32u * (j / 2u));
     let w1 = words4(qs + 32u * (j / 2u) + 16u);
-    let sw = vec3<u32>(p0_u32_at(base + 4u), p0_u32_at(base + 8u), p0_u32_at(base + 12u));
-    let dm = f16_pair_at(base);
-    let sa = scale_min_k4_of(j, sw);
-    let sb = scale_min_k4_of(j + 1u, sw);
+    // d, dmin and the 12 scale bytes: the block's first four words.
+    let head = words4(base);
+    let dm = f16_pair_of(head.x);
+    let sa = scale_min_k4_of(j, head.yzw);
+    let sb = scale_min_k4_of(j + 1u, head.yzw);
     let four = vec4<u32>(4u);
     return Pair8(Codes(w0 & LOW_NIBBLES, w1 & LOW_NIBBLES), Codes((w0 >> four) & LOW_NIBBLES, (w1 >> four) & LOW_NIBBLES),
                  vec4<f32>(dm.x * sa.x, dm.y * sa.y, dm.x * sa.x, dm.y * sa.y),

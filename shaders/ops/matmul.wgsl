@@ -2,7 +2,7 @@
 // geometry is generated (src/gpu/kernels.rs, MATMUL_LANES): a workgroup of MATMUL_WG invocations
 // owns MATMUL_ROWS rows, in blocks of ROW_BLOCK rows with MATMUL_LANES lanes each; each
 // invocation handles the same chunks of all rows of its block. Each lane walks
-// its rows' chunks with stride MATMUL_LANES and decodes each chunk once (each weight byte read
+// its rows' chunks as `lane_walk` says and decodes each chunk once (each weight byte read
 // once, as whole u32 words); every activation chunk it loads serves the block's rows, so a column
 // costs a quarter of an activation load per weight. Then the lanes of each block reduce through
 // workgroup memory and lane 0 applies the row word once.
@@ -43,6 +43,17 @@ fn row_finish(row: u32, acc: f32) -> f32 {
 
 fn write_column(row: u32, j: u32, acc: f32) {
     OUT[P.out_off + j * P.out_stride + row] = bitcast<u32>(row_finish(row, acc));
+}
+
+// The chunks lane `lane` of a row block walks over `units` (chunks, or pairs of them): the
+// block's lanes form runs of MATMUL_RUN, each run owns one contiguous stretch of the row, and
+// lane r of a run takes every MATMUL_RUN-th unit of it from its r-th. Returns (first, end); the
+// step is MATMUL_RUN. Runs rather than every lane-th unit: a CPU driver executes a run as one
+// SIMD program, which then streams through its stretch (src/gpu/kernels.rs, MATMUL_RUN).
+fn lane_walk(lane: u32, units: u32) -> vec2<u32> {
+    let stretch = (units + MATMUL_LANES - 1u) / MATMUL_LANES * MATMUL_RUN;
+    let first = (lane / MATMUL_RUN) * stretch;
+    return vec2<u32>(first + lane % MATMUL_RUN, min(first + stretch, units));
 }
 
 // The first row of invocation li's block.

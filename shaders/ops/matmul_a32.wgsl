@@ -43,16 +43,16 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
     }
 }
 
-// Accumulates this invocation's share of rows row..row + 3 for every column (chunks lane,
-// lane + MATMUL_LANES, ...) into its partial slots. A row past the pass's end contributes nothing.
+// Accumulates this invocation's share of rows row..row + 3 for every column (the chunks of
+// lane_walk) into its partial slots. A row past the pass's end contributes nothing.
 fn lane_sums(row: u32, lane: u32, li: u32) {
     // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
     var acc: array<vec4<f32>, 8>;
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
-    let chunks = select(0u, P.chunks, row < P.rows);
-    for (var c = lane; c < chunks; c += MATMUL_LANES) {
+    let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
+    for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
         var q0: Chunk;
         var q1: Chunk;
         var q2: Chunk;

@@ -62,8 +62,8 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
     // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
     var acc: array<vec4<f32>, 8>;
-    let chunks = select(0u, P.chunks, row < P.rows);
-    for (var c = lane; c < chunks; c += MATMUL_LANES) {
+    let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
+    for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
         var q0: Codes;
         var q1: Codes;
         var q2: Codes;
@@ -93,8 +93,9 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
 
 fn pair_sums(row: u32, lane: u32, li: u32) {
     var acc: array<vec4<f32>, 8>;
-    let chunks = select(0u, P.chunks, row < P.rows);
-    for (var c = 2u * lane; c < chunks; c += 2u * MATMUL_LANES) {
+    // Pairs of chunks (P.chunks is even: whole 256-value blocks).
+    let walk = lane_walk(lane, select(0u, P.chunks / 2u, row < P.rows));
+    for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
         let p0 = pair_or_zero(row, c);
         let p1 = pair_or_zero(row + 1u, c);
         let p2 = pair_or_zero(row + 2u, c);

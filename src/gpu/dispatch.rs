@@ -43,6 +43,8 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
             storage(4, true),
             // 5: the output words.
             storage(5, false),
+            // 6: plane 0's window again, read as vec4<u32> where Params::vec0 says rows allow it.
+            storage(6, true),
         ],
     })
 }
@@ -113,6 +115,14 @@ impl Prepared {
                         (buffer, words)
                     })
                     .collect();
+                // Binding 6 of a pass whose plane 0 is not read as vec4 (Params::vec0 = 0): the
+                // shader's array still needs one whole element bound.
+                let no_vec4 = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("ninfer-wgpu unused vec4 view"),
+                    size: 16,
+                    usage: wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                });
                 let contents: &[u32] = if input.is_empty() { &[0; 4] } else { input };
                 let f32_input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some("ninfer-wgpu op input"),
@@ -141,6 +151,7 @@ impl Prepared {
                                 wgpu::BindGroupEntry { binding: 3, resource: unused },
                                 wgpu::BindGroupEntry { binding: 4, resource: f32_input.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 5, resource: q8.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 6, resource: no_vec4.as_entire_binding() },
                             ],
                         });
                         (q8, Some((qp, bind_group, q.groups)))
@@ -171,6 +182,13 @@ impl Prepared {
                                 wgpu::BindGroupEntry {
                                     binding: 5,
                                     resource: range(&outputs[pass.out.0].0, pass.out.1),
+                                },
+                                wgpu::BindGroupEntry {
+                                    binding: 6,
+                                    resource: match pass.params.vec0 {
+                                        0 => no_vec4.as_entire_binding(),
+                                        _ => plane(0),
+                                    },
                                 },
                             ],
                         });

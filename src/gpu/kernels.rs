@@ -38,6 +38,13 @@ pub const WORDS_WG: usize = 64;
 /// `matmul_rows` rows per workgroup.
 pub const MATMUL_WG: u32 = 64;
 pub const ROW_BLOCK: u32 = 4;
+/// Lanes of a row block that walk one contiguous run of its chunks together (lane `r` of a run
+/// takes every MATMUL_RUN-th chunk of the run from its r-th). CPU drivers run 8 invocations as
+/// one SIMD program and the runs one after another; with the row block's lanes interleaved
+/// over the whole row, each SIMD program jumped a page per step and no prefetcher followed it
+/// (lavapipe, bf16 4096x14336: the samples sat on the loads' cache misses). A GPU still reads
+/// 8 consecutive chunks per run: whole sectors.
+pub const MATMUL_RUN: u32 = 8;
 /// Lanes per row block. Kernels with a grid copy it to workgroup memory once per workgroup, so
 /// they take 32 lanes (each walks twice the chunks of 64, and the copy weighs half); measured
 /// on lavapipe, 4096x14336, interleaved with 64 lanes: iq2_xs A8 75 -> 63 ms, iq3_s A32 112 -> 70,
@@ -399,7 +406,7 @@ fn product_geometry(lanes: u32) -> String {
     let rows = MATMUL_WG / lanes * ROW_BLOCK;
     let columns = MAX_COLUMNS as u32;
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
         columns * ROW_BLOCK * MATMUL_WG,
         columns * ROW_BLOCK * (MATMUL_WG / 4)
     )
@@ -514,7 +521,10 @@ mod tests {
         for format in Format::ALL {
             let lanes = product_lanes(format);
             assert!(
-                lanes.is_power_of_two() && lanes >= 4 && MATMUL_WG.is_multiple_of(lanes),
+                lanes.is_power_of_two()
+                    && lanes >= 4
+                    && MATMUL_WG.is_multiple_of(lanes)
+                    && lanes.is_multiple_of(MATMUL_RUN),
                 "{format}: {lanes} lanes"
             );
         }

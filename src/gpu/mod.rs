@@ -55,6 +55,10 @@ pub struct GpuOptions {
     /// caller that knows it — a page, a test — says it); larger tensors are refused before
     /// anything is allocated.
     pub max_memory: Option<u64>,
+    /// Kernels read plane 0 as u32 words only, never through its vec4 view (binding 6): the
+    /// path a window that does not start and end on a vec4 takes, here everywhere (tests
+    /// compare the two).
+    pub word_loads_only: bool,
 }
 
 /// One adapter as found by enumeration, before a device is opened.
@@ -137,10 +141,12 @@ pub struct Gpu {
     grids: Mutex<HashMap<crate::Format, wgpu::Buffer>>,
     lost: Arc<AtomicBool>,
     max_memory: Option<u64>,
+    word_loads_only: bool,
 }
 
-/// Storage buffers one kernel binds: three payload planes, the op's input and the output.
-const STORAGE_BINDINGS: u32 = 5;
+/// Storage buffers one kernel binds: three payload planes, the op's input, the output and plane 0
+/// again as vec4<u32>.
+const STORAGE_BINDINGS: u32 = 6;
 
 impl Gpu {
     /// Opens the adapter chosen by `options.adapter`, else by `NINFER_WGPU_ADAPTER`, else the
@@ -245,6 +251,7 @@ impl Gpu {
             grids: Mutex::new(HashMap::new()),
             lost,
             max_memory: options.max_memory,
+            word_loads_only: options.word_loads_only,
         };
         gpu.platform.probes = dispatch::run_probes(&gpu).await?;
         Ok(gpu)
@@ -458,6 +465,7 @@ impl Gpu {
             max_buffer: l.max_buffer_size,
             align: l.min_storage_buffer_offset_alignment as u64,
             max_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
+            vec4_loads: !self.word_loads_only,
         }
     }
 

@@ -43,6 +43,9 @@ params! {
     off0,
     /// plane 0: bytes per row
     stride0,
+    /// plane 0: 1 when its window starts and ends on whole vec4s, so it reads as vec4<u32>
+    /// through binding 6 (one bounds-checked load where four u32 take four)
+    vec0,
     /// plane 1: byte offset inside its binding
     off1,
     /// plane 1: bytes per row

@@ -95,6 +95,9 @@ pub struct PlanLimits {
     /// `min_storage_buffer_offset_alignment`.
     pub align: u64,
     pub max_workgroups_per_dimension: u32,
+    /// Whether kernels may read plane 0 through its vec4 view (binding 6) where windows allow;
+    /// off only to test the word path everywhere.
+    pub vec4_loads: bool,
 }
 
 /// What to plan.
@@ -480,6 +483,11 @@ pub fn plan(
         let mut p = base;
         p.row0 = to_u32(r0, "row index")?;
         (p.off0, p.stride0) = (to_u32(w[0].3, "plane offset")?, to_u32(w[0].4, "row stride")?);
+        // Binding 6 views plane 0's window as vec4<u32>: only where it starts and ends on whole
+        // vec4s (a shorter tail would be past the array's end). Kernels test the rows'
+        // alignment (off0, stride0) themselves.
+        let on_vec4 = w[0].1.is_multiple_of(16) && w[0].2 >= 16 && w[0].2.is_multiple_of(16);
+        p.vec0 = u32::from(limits.vec4_loads && matches!(v.planes[0], PlaneRef::Rows { .. }) && on_vec4);
         (p.off1, p.stride1) = (to_u32(w[1].3, "plane offset")?, to_u32(w[1].4, "row stride")?);
         (p.off2, p.stride2) = (to_u32(w[2].3, "plane offset")?, to_u32(w[2].4, "row stride")?);
         let binding = |i: usize| match v.planes[i] {

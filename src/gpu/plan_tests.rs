@@ -5,7 +5,7 @@ use crate::format::Format;
 use crate::layout::PayloadGeometry;
 
 fn limits(max_binding: u64, max_dim: u32) -> PlanLimits {
-    PlanLimits { max_binding, max_buffer: 1 << 40, align: 256, max_workgroups_per_dimension: max_dim }
+    PlanLimits { max_binding, max_buffer: 1 << 40, align: 256, max_workgroups_per_dimension: max_dim, vec4_loads: true }
 }
 
 fn geometry(format: Format, shape: &[usize], divisors: usize) -> PayloadGeometry {
@@ -255,4 +255,28 @@ fn large_dispatches_spread_over_two_dimensions() {
         assert!(pass.groups[1] > 1 || p.passes.len() > 1);
     }
     assert_eq!(p.passes.iter().map(|p| p.params.rows as usize).sum::<usize>(), 5000);
+}
+
+#[test]
+fn the_vec4_view_is_offered_only_for_windows_on_whole_vec4s() {
+    let request = Request::Matmul { columns: 1 };
+    let vec0 = |format, shape: &[usize], l: &PlanLimits| -> Vec<u32> {
+        plan_of(format, shape, request, l).unwrap().passes.iter().map(|p| p.params.vec0).collect()
+    };
+    let l = limits(1 << 30, 65535);
+    // 3 rows of 2 x 144 bytes, 9 rows of 2000 bytes: windows of whole vec4s.
+    assert_eq!(vec0(Format::GgufQ4K, &[3, 512], &l), [1]);
+    assert_eq!(vec0(Format::Bf16, &[9, 1000], &l), [1]);
+    // 3 x 6 bytes, and one q6_K row of 210: the window ends inside a vec4. (3 x 10 bytes fill
+    // two vec4s: the view is offered, and kernels see that rows of 10 bytes are not on vec4s.)
+    assert_eq!(vec0(Format::Bf16, &[3, 3], &l), [0]);
+    assert_eq!(vec0(Format::Bf16, &[3, 5], &l), [1]);
+    assert_eq!(vec0(Format::GgufQ6K, &[1, 256], &l), [0]);
+    // Windowed passes: each window decides for itself.
+    let small = limits(1 << 16, 65535);
+    let windows = vec0(Format::GgufQ4K, &[600, 4096], &small);
+    assert!(windows.len() > 1 && windows.iter().all(|&v| v == 1), "{windows:?}");
+    // Turned off, never.
+    let words = PlanLimits { vec4_loads: false, ..l };
+    assert_eq!(vec0(Format::GgufQ4K, &[3, 512], &words), [0]);
 }
