@@ -17,9 +17,9 @@
 @group(0) @binding(2) var<storage, read> plane1: array<u32>;
 @group(0) @binding(3) var<storage, read> plane2: array<u32>;
 @group(0) @binding(5) var<storage, read_write> OUT: array<u32>;
-// Plane 0's window again, as vec4<u32>: bound (and read) only where P.vec0 says its rows start
-// on whole vec4s. A CPU driver checks bounds once per load per invocation, so one vec4 load
-// costs what one u32 load does.
+// Plane 0's window again, as vec4<u32>: bound only where P.vec0 says the window starts and ends
+// on whole vec4s, and read only where the codec's rows do too (off0, stride0). A CPU driver
+// checks bounds once per load per invocation, so one vec4 load costs what one u32 load does.
 @group(0) @binding(6) var<storage, read> plane0_vec4: array<vec4<u32>>;
 
 // Little-endian u32 at any byte offset. Only bytes inside the payload are ever used; a read of

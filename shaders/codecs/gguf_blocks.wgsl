@@ -238,7 +238,7 @@ fn affine_q3_k(base: u32, j: u32) -> vec4<f32> {
 }
 
 // get_scale_min_k4: the 6-bit (scale, min) of sub-block j from the 12 packed bytes as three
-// words `w` (a block's words 1..3, loaded once) (neighbouring invocations take different j, so
+// words `w`, a block's words 1..3, loaded once (neighbouring invocations take different j, so
 // both forms are computed and one selected).
 fn scale_min_k4_of(j: u32, w: vec3<u32>) -> vec2<f32> {
     let s = 8u * (j % 4u);

@@ -43,7 +43,7 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
             storage(4, true),
             // 5: the output words.
             storage(5, false),
-            // 6: plane 0's window again, read as vec4<u32> where Params::vec0 says rows allow it.
+            // 6: plane 0's window again, read as vec4<u32> where Params::vec0 says the window allows it.
             storage(6, true),
         ],
     })
