@@ -11,7 +11,7 @@ mod temp_dir;
 mod workflow;
 
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
-use ninfer_wgpu::gpu::plan::Request;
+use ninfer_wgpu::gpu::plan::{self, Request};
 use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{random_activation, random_words, Rng, Words};
@@ -143,6 +143,11 @@ fn conformance_on_every_adapter() {
     assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
 }
 
+/// The bits of a product, for comparisons that must be exact (NaN payloads and signed zeros too).
+fn bits(y: &[f32]) -> Vec<u32> {
+    y.iter().map(|v| v.to_bits()).collect()
+}
+
 /// Plane 0 read through its vec4 view (binding 6, where a window starts and ends on whole vec4s)
 /// and as u32 words only: the same bytes, so bit-identical results on every adapter, and the
 /// word path meets the oracle too. The shapes put every row on a vec4 (q4_K 144, q5_K 176,
@@ -163,6 +168,16 @@ fn vec4_and_word_loads_give_identical_results() {
         ] {
             let w = random_words(format, &shape, 1, &mut rng, Words::Finite).unwrap();
             let t = EncodedTensor::encode(&w, format.spec().layouts[0]).unwrap();
+            // The two devices really plan the two paths.
+            let validated = t.validate().unwrap();
+            let vec0 = |gpu: &Gpu| -> Vec<u32> {
+                let (g, limits) = (validated.geometry(), gpu.plan_limits());
+                let place = plan::place(g, validated.payload().len() as u64, &limits).unwrap();
+                let p = plan::plan(format, g, Request::Matmul { columns: 1 }, &limits, &place).unwrap();
+                p.passes.iter().map(|p| p.params.vec0).collect()
+            };
+            assert!(vec0(&vec4).iter().all(|&v| v == 1), "{selector} {format}: the vec4 view is planned");
+            assert!(vec0(&words).iter().all(|&v| v == 0), "{selector} {format}: word loads only");
             let (a, b) = (
                 block_on(vec4.upload(&t.validate().unwrap())).unwrap(),
                 block_on(words.upload(&t.validate().unwrap())).unwrap(),
@@ -187,11 +202,7 @@ fn vec4_and_word_loads_give_identical_results() {
                     (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if op == Op::MatmulA8 => continue,
                     (ra, rb) => panic!("{what} {op:?}: {ra:?} / {rb:?}"),
                 };
-                assert_eq!(
-                    ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{what} {op:?}: vec4 and word loads differ"
-                );
+                assert_eq!(bits(&ya), bits(&yb), "{what} {op:?}: vec4 and word loads differ");
                 let case =
                     block_on(conformance::run_case(&words, format, op, Variant::Workgroup, &shape, columns, &mut rng))
                         .unwrap();
@@ -255,11 +266,7 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
                 (ra, rb) => panic!("{format} {variant:?}: {ra:?} / {rb:?}"),
             };
             // Same kernel, same per-row reduction order: windows change only where rows are read.
-            assert_eq!(
-                ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                "{format} {variant:?}: windowed matvec differs"
-            );
+            assert_eq!(bits(&ya), bits(&yb), "{format} {variant:?}: windowed matvec differs");
         }
         let case = block_on(conformance::run_case(&tight, format, Op::Matmul, Variant::Workgroup, &shape, 8, &mut rng))
             .unwrap();
@@ -335,11 +342,7 @@ fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
                 block_on(full.matmul_with(&a, &x, columns, variant)),
                 block_on(split.matmul_with(&b, &x, columns, variant)),
             ) {
-                (Ok(ya), Ok(yb)) => assert_eq!(
-                    ya.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    yb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{format} {variant:?}: split matmul"
-                ),
+                (Ok(ya), Ok(yb)) => assert_eq!(bits(&ya), bits(&yb), "{format} {variant:?}: split matmul"),
                 (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if variant == Variant::Subgroup => {}
                 (ra, rb) => panic!("{format} {variant:?}: {ra:?} / {rb:?}"),
             }
