@@ -57,6 +57,8 @@ fn natives() -> Vec<Format> {
     Format::ALL.to_vec()
 }
 
+/// Every adapter at once, one thread each: a CPU driver compiles a kernel on the calling
+/// thread, so adapters in turn left a core idle for most of the suite's longest test.
 #[test]
 fn conformance_on_every_adapter() {
     let selectors = selectors();
@@ -65,82 +67,89 @@ fn conformance_on_every_adapter() {
         eprintln!("no GPU adapter: GPU conformance skipped");
         return;
     }
-    let mut failures = Vec::new();
-    for selector in selectors {
-        let Some(gpu) = open(&selector, GpuOptions::default()) else { continue };
-        let seed = Rng::seed_from_time();
-        println!("conformance on {} with seed {seed}", gpu.platform().summary());
-        let results = block_on(conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {}));
-        for r in &results {
-            println!(
-                "  {:<20} {:<7} {:>2} {:<9} {:<12} {:<16} {:?} max {:.3e} {}",
-                r.format,
-                r.op,
-                r.columns,
-                r.variant,
-                format!("{:?}", r.shape),
-                r.criterion,
-                r.verdict,
-                r.max_error,
-                r.detail
-            );
-        }
-        let ran_subgroup = results.iter().any(|r| r.variant == "subgroup");
-        assert_eq!(
-            ran_subgroup,
-            gpu.platform().has_subgroups && gpu.platform().probes.subgroups_contiguous == Some(true),
-            "subgroup variant runs exactly where supported"
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let runs: Vec<_> = selectors.iter().map(|selector| s.spawn(move || conformance_on(selector))).collect();
+        runs.into_iter().flat_map(|run| run.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
+}
+
+/// Conformance on one adapter: its failures (asserting what the platform must have run).
+fn conformance_on(selector: &str) -> Vec<String> {
+    let Some(gpu) = open(selector, GpuOptions::default()) else { return Vec::new() };
+    let seed = Rng::seed_from_time();
+    println!("conformance on {} with seed {seed}", gpu.platform().summary());
+    let results = block_on(conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {}));
+    // One write per adapter, so the adapters' tables do not interleave.
+    let mut table = format!("conformance results on {selector} (seed {seed}):\n");
+    for r in &results {
+        table += &format!(
+            "  {:<20} {:<7} {:>2} {:<9} {:<12} {:<16} {:?} max {:.3e} {}\n",
+            r.format,
+            r.op,
+            r.columns,
+            r.variant,
+            format!("{:?}", r.shape),
+            r.criterion,
+            r.verdict,
+            r.max_error,
+            r.detail
         );
-        // Every format × every op it supports × every column count.
-        for format in Format::ALL {
-            let ran = |op: &str, columns: usize| {
-                results
-                    .iter()
-                    .any(|r| r.format == format.name() && r.op == op && (op != "matmul" || r.columns == columns))
-            };
-            assert!(ran("dequant", 0) && ran("gather", 0), "{selector}: {format} dequant and gather ran");
-            if format != Format::Int32 {
-                for j in conformance::COLUMNS {
-                    assert!(ran("matmul", j), "{selector}: {format} matmul with {j} column(s) ran");
-                }
-            }
-            // The A8 profile on every gguf type, with the packed dot product where the
-            // platform's WGSL has it and the emulated one everywhere.
-            let a8 = |variant: &str, j: usize| {
-                results
-                    .iter()
-                    .any(|r| r.format == format.name() && r.op == "matmul_a8" && r.variant == variant && r.columns == j)
-            };
+    }
+    print!("{table}");
+    let ran_subgroup = results.iter().any(|r| r.variant == "subgroup");
+    assert_eq!(
+        ran_subgroup,
+        gpu.platform().has_subgroups && gpu.platform().probes.subgroups_contiguous == Some(true),
+        "subgroup variant runs exactly where supported"
+    );
+    // Every format × every op it supports × every column count.
+    for format in Format::ALL {
+        let ran = |op: &str, columns: usize| {
+            results.iter().any(|r| r.format == format.name() && r.op == op && (op != "matmul" || r.columns == columns))
+        };
+        assert!(ran("dequant", 0) && ran("gather", 0), "{selector}: {format} dequant and gather ran");
+        if format != Format::Int32 {
             for j in conformance::COLUMNS {
-                let gguf = format.category() == ninfer_wgpu::Category::GgufBlock;
-                assert_eq!(a8("emulated-dot", j), gguf, "{selector}: {format} matmul_a8 (emulated dot) J = {j}");
-                assert_eq!(
-                    a8("workgroup", j),
-                    gguf && gpu.platform().has_packed_dot,
-                    "{selector}: {format} matmul_a8 (dot4I8Packed) J = {j}"
-                );
+                assert!(ran("matmul", j), "{selector}: {format} matmul with {j} column(s) ran");
             }
         }
-        let deviations: Vec<_> = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).collect();
-        if !deviations.is_empty() {
+        // The A8 profile on every gguf type, with the packed dot product where the
+        // platform's WGSL has it and the emulated one everywhere.
+        let a8 = |variant: &str, j: usize| {
+            results
+                .iter()
+                .any(|r| r.format == format.name() && r.op == "matmul_a8" && r.variant == variant && r.columns == j)
+        };
+        for j in conformance::COLUMNS {
+            let gguf = format.category() == ninfer_wgpu::Category::GgufBlock;
+            assert_eq!(a8("emulated-dot", j), gguf, "{selector}: {format} matmul_a8 (emulated dot) J = {j}");
             assert_eq!(
-                gpu.platform().probes.flushes_subnormal_results,
-                Some(true),
-                "{selector}: deviations are reported only where the probe saw flushing"
-            );
-            println!(
-                "{selector}: {} platform deviation(s) (subnormals flushed), reported, not passed",
-                deviations.len()
+                a8("workgroup", j),
+                gguf && gpu.platform().has_packed_dot,
+                "{selector}: {format} matmul_a8 (dot4I8Packed) J = {j}"
             );
         }
-        failures.extend(results.into_iter().filter(|r| r.verdict == Verdict::Fail).map(|r| {
+    }
+    let deviations: Vec<_> = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).collect();
+    if !deviations.is_empty() {
+        assert_eq!(
+            gpu.platform().probes.flushes_subnormal_results,
+            Some(true),
+            "{selector}: deviations are reported only where the probe saw flushing"
+        );
+        println!("{selector}: {} platform deviation(s) (subnormals flushed), reported, not passed", deviations.len());
+    }
+    results
+        .into_iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .map(|r| {
             format!(
                 "{selector} seed {seed}: {} {}×{} {} {:?}: {}",
                 r.format, r.op, r.columns, r.variant, r.shape, r.detail
             )
-        }));
-    }
-    assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
+        })
+        .collect()
 }
 
 /// The bits of a product, for comparisons that must be exact (NaN payloads and signed zeros too).

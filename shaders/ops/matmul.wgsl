@@ -7,11 +7,13 @@
 // costs a quarter of an activation load per weight. Then the lanes of each block reduce through
 // workgroup memory and lane 0 applies the row word once.
 //
-// The column count is a parameter, not a constant: one pipeline serves every J, and the column
-// loop stays a loop. Unrolling it (a constant J) multiplied shader compile time by up to 80 on
-// CPU drivers, whose compile time is most of a conformance run; each lane's column sums live in
-// a private array indexed by the column while it walks its chunks, then in its own
-// workgroup-memory slots for the reduction.
+// Two kernels per format and profile (src/gpu/kernels.rs, Columns): matvec's, where
+// KERNEL_COLUMNS is 1 and every column loop runs once at compile time, and one for 2..8
+// columns, where the count is a parameter and the column loop stays a loop. Unrolling it (a
+// constant J per count) multiplied shader compile time by up to 80 on CPU drivers, whose
+// compile time is most of a conformance run. Each lane's column sums live in a private array
+// indexed by the column while it walks its chunks, then in its own workgroup-memory slots for
+// the reduction.
 //
 // This file is the part every profile shares: the row blocks, the reduction and the output. The
 // profile's file (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl) binds the activation and defines
@@ -20,6 +22,14 @@
 
 // The sum of column j for row b of invocation li's block is partial[(ROW_BLOCK j + b) * MATMUL_WG + li].
 var<workgroup> partial: array<f32, PARTIAL_SLOTS>;
+
+// The request's columns: a constant in matvec's kernel, so its column loops fold away.
+fn column_count() -> u32 {
+    if KERNEL_COLUMNS == 1u {
+        return 1u;
+    }
+    return P.columns;
+}
 
 fn slot(j: u32, b: u32, li: u32) -> u32 {
     return (ROW_BLOCK * j + b) * MATMUL_WG + li;
@@ -70,7 +80,7 @@ fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
     workgroupBarrier();
     for (var s = MATMUL_LANES / 2u; s > 0u; s >>= 1u) {
         if lane < s {
-            for (var j = 0u; j < P.columns; j++) {
+            for (var j = 0u; j < column_count(); j++) {
                 for (var b = 0u; b < ROW_BLOCK; b++) {
                     partial[slot(j, b, li)] += partial[slot(j, b, li + s)];
                 }
@@ -81,7 +91,7 @@ fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
     if lane == 0u {
         for (var b = 0u; b < ROW_BLOCK; b++) {
             if row + b < P.rows {
-                for (var j = 0u; j < P.columns; j++) {
+                for (var j = 0u; j < column_count(); j++) {
                     write_column(row + b, j, partial[slot(j, b, li)]);
                 }
             }

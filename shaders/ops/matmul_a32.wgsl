@@ -48,7 +48,7 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
 fn lane_sums(row: u32, lane: u32, li: u32) {
     // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
-    var acc: array<vec4<f32>, 8>;
+    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
@@ -65,12 +65,12 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
         levels_or_zero(row + 1u, c, &q1, &f1);
         levels_or_zero(row + 2u, c, &q2, &f2);
         levels_or_zero(row + 3u, c, &q3, &f3);
-        for (var j = 0u; j < P.columns; j++) {
+        for (var j = 0u; j < column_count(); j++) {
             let x = x_chunk(j, c);
             acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
         }
     }
-    for (var j = 0u; j < P.columns; j++) {
+    for (var j = 0u; j < column_count(); j++) {
         for (var b = 0u; b < ROW_BLOCK; b++) {
             partial[slot(j, b, li)] = acc[j][b];
         }

@@ -61,7 +61,7 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
     }
     // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
-    var acc: array<vec4<f32>, 8>;
+    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
     for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
         var q0: Codes;
@@ -76,7 +76,7 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
         codes_or_zero(row + 1u, c, &q1, &f1);
         codes_or_zero(row + 2u, c, &q2, &f2);
         codes_or_zero(row + 3u, c, &q3, &f3);
-        for (var j = 0u; j < P.columns; j++) {
+        for (var j = 0u; j < column_count(); j++) {
             let at = j * P.x_stride + 3u * c;
             let x0 = X[at];
             let x1 = X[at + 1u];
@@ -84,7 +84,7 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
             acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
         }
     }
-    for (var j = 0u; j < P.columns; j++) {
+    for (var j = 0u; j < column_count(); j++) {
         for (var b = 0u; b < ROW_BLOCK; b++) {
             partial[slot(j, b, li)] = acc[j][b];
         }
@@ -92,7 +92,7 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
 }
 
 fn pair_sums(row: u32, lane: u32, li: u32) {
-    var acc: array<vec4<f32>, 8>;
+    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     // Pairs of chunks (P.chunks is even: whole 256-value blocks).
     let walk = lane_walk(lane, select(0u, P.chunks / 2u, row < P.rows));
     for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
@@ -100,13 +100,13 @@ fn pair_sums(row: u32, lane: u32, li: u32) {
         let p1 = pair_or_zero(row + 1u, c);
         let p2 = pair_or_zero(row + 2u, c);
         let p3 = pair_or_zero(row + 3u, c);
-        for (var j = 0u; j < P.columns; j++) {
+        for (var j = 0u; j < column_count(); j++) {
             let at = j * P.x_stride + 3u * c;
             let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
             acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
         }
     }
-    for (var j = 0u; j < P.columns; j++) {
+    for (var j = 0u; j < column_count(); j++) {
         for (var b = 0u; b < ROW_BLOCK; b++) {
             partial[slot(j, b, li)] = acc[j][b];
         }

@@ -16,7 +16,7 @@ fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
     let row = block_row(wg, li);
     lane_sums(row, lane, li);
     // Each invocation reads only its own partial slots, so no barrier is needed before the adds.
-    for (var j = 0u; j < P.columns; j++) {
+    for (var j = 0u; j < column_count(); j++) {
         for (var b = 0u; b < ROW_BLOCK; b++) {
             let total = subgroupAdd(partial[slot(j, b, li)]);
             if sid == 0u {
@@ -30,7 +30,7 @@ fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
         let first = (li / MATMUL_LANES) * per_row;
         for (var b = 0u; b < ROW_BLOCK; b++) {
             if row + b < P.rows {
-                for (var j = 0u; j < P.columns; j++) {
+                for (var j = 0u; j < column_count(); j++) {
                     var sum = 0.0;
                     for (var i = 0u; i < per_row; i++) {
                         sum += subgroup_sums[(ROW_BLOCK * j + b) * (MATMUL_WG / 4u) + first + i];

@@ -4,7 +4,7 @@
 //! Every rule is an exhaustive match: a new format category, op or variant breaks the build here
 //! until someone decides what it may do.
 
-use super::kernels::{KernelKey, Op, Variant};
+use super::kernels::{Columns, KernelKey, Op, Variant};
 use super::platform::Platform;
 use crate::error::{Error, Result};
 use crate::format::{Category, Format};
@@ -156,7 +156,7 @@ pub fn table(platform: Option<&Platform>) -> Vec<Row> {
 }
 
 /// Every kernel that exists (supported on some platform): what the portability test compiles.
-/// One matmul kernel serves every column count.
+/// A product has two kernels: one column, and up to MAX_COLUMNS (kernels::Columns).
 pub fn kernel_keys() -> Vec<KernelKey> {
     let mut keys = Vec::new();
     for format in Format::ALL {
@@ -165,7 +165,11 @@ pub fn kernel_keys() -> Vec<KernelKey> {
                 if format_rule(format, op) != Status::Supported || variant_rule(op, variant) != Status::Supported {
                     continue;
                 }
-                keys.push(KernelKey { format, op, variant });
+                let columns: &[Columns] = match op {
+                    Op::Matmul | Op::MatmulA8 => &Columns::ALL,
+                    Op::Dequant | Op::Gather => &[Columns::One],
+                };
+                keys.extend(columns.iter().map(|&columns| KernelKey { format, op, variant, columns }));
             }
         }
     }

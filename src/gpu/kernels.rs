@@ -73,6 +73,46 @@ pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).
 pub const MAX_COLUMNS: usize = 8;
 
+/// The activation columns a product kernel is built for: matvec (one column) has a kernel of
+/// its own, where the column loops are gone at compile time. With the column count a run-time
+/// bound, a CPU driver keeps every decoded chunk of a row block live across the column loop and
+/// spills it (lavapipe, 4096x14336, one column, interleaved with the one-kernel build: q4_K A8
+/// 25 -> 20 ms, q8_0 A8 32 -> 25, iq2_s A8 34 -> 25, bf16 A32 40 -> 34). Two to
+/// [`MAX_COLUMNS`] columns share the other kernel: unrolling each count multiplied compile
+/// time on CPU drivers (ops/matmul.wgsl).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Columns {
+    One,
+    UpToMax,
+}
+
+impl Columns {
+    pub const ALL: [Columns; 2] = [Columns::One, Columns::UpToMax];
+
+    /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller).
+    pub fn for_count(count: usize) -> Columns {
+        match count {
+            1 => Columns::One,
+            _ => Columns::UpToMax,
+        }
+    }
+
+    /// The most columns the kernel's accumulators and reduction slots hold.
+    pub fn capacity(self) -> usize {
+        match self {
+            Columns::One => 1,
+            Columns::UpToMax => MAX_COLUMNS,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Columns::One => "j1",
+            Columns::UpToMax => "j8",
+        }
+    }
+}
+
 /// An operation a kernel implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
@@ -255,11 +295,27 @@ pub struct KernelKey {
     pub format: Format,
     pub op: Op,
     pub variant: Variant,
+    /// Products only: dequant and gather take no columns and are always `Columns::One`.
+    pub columns: Columns,
 }
 
 impl KernelKey {
+    /// The kernel of `op` for a request with `columns` activation columns (products) or none.
+    pub fn new(format: Format, op: Op, variant: Variant, columns: usize) -> KernelKey {
+        let columns = match op {
+            Op::Matmul | Op::MatmulA8 => Columns::for_count(columns),
+            Op::Dequant | Op::Gather => Columns::One,
+        };
+        KernelKey { format, op, variant, columns }
+    }
+
     pub fn label(&self) -> String {
-        format!("{}/{}/{}", self.format, self.op.name(), self.variant.name())
+        match self.op {
+            Op::Matmul | Op::MatmulA8 => {
+                format!("{}/{}/{}/{}", self.format, self.op.name(), self.variant.name(), self.columns.name())
+            }
+            Op::Dequant | Op::Gather => format!("{}/{}/{}", self.format, self.op.name(), self.variant.name()),
+        }
     }
 
     pub fn entry_point(&self) -> &'static str {
@@ -398,15 +454,16 @@ pub fn constants(key: KernelKey) -> Result<String> {
     Ok(s)
 }
 
-/// The product kernels' geometry as WGSL constants (see [`product_lanes`]).
+/// The product kernels' geometry as WGSL constants (see [`product_lanes`] and [`Columns`]).
+/// KERNEL_COLUMNS sizes the column accumulators (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl);
 /// PARTIAL_SLOTS sizes `partial` (ops/matmul.wgsl: a sum per column, row of the block and
 /// invocation); SUBGROUP_SLOTS sizes `subgroup_sums` (ops/matmul_subgroup.wgsl: per column and row,
 /// one per subgroup, of at least 4 invocations).
-fn product_geometry(lanes: u32) -> String {
+fn product_geometry(lanes: u32, columns: Columns) -> String {
     let rows = MATMUL_WG / lanes * ROW_BLOCK;
-    let columns = MAX_COLUMNS as u32;
+    let columns = columns.capacity() as u32;
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
         columns * ROW_BLOCK * MATMUL_WG,
         columns * ROW_BLOCK * (MATMUL_WG / 4)
     )
@@ -430,7 +487,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         (Op::MatmulA8, Variant::EmulatedDot) => &[CODEC_GGUF_CODES, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
     };
     if key.op.is_product() {
-        s.push_str(&product_geometry(product_lanes(key.format)));
+        s.push_str(&product_geometry(product_lanes(key.format), key.columns));
     }
     for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
         s.push('\n');
@@ -465,7 +522,7 @@ pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
 
 /// The subgroup-layout probe, which checks subgroup sizes against the products' MATMUL_WG.
 pub(crate) fn subgroup_probe_source() -> String {
-    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MATMUL_WG))
+    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MATMUL_WG, Columns::One))
 }
 
 #[cfg(test)]
@@ -482,7 +539,7 @@ mod tests {
     #[test]
     fn exactly_one_row_rule_and_one_gguf_decoder_flag_is_set_per_format() {
         for format in Format::ALL {
-            let text = constants(KernelKey { format, op: Op::Dequant, variant: Variant::Workgroup }).unwrap();
+            let text = constants(KernelKey::new(format, Op::Dequant, Variant::Workgroup, 0)).unwrap();
             let f = flags(&text);
             let row = f.iter().filter(|(n, v)| n.starts_with("ROW_") && *v).count();
             assert_eq!(row, 1, "{format}: one ROW_* flag");
@@ -527,6 +584,25 @@ mod tests {
                     && lanes.is_multiple_of(MATMUL_RUN),
                 "{format}: {lanes} lanes"
             );
+        }
+    }
+
+    #[test]
+    fn one_column_has_its_own_kernel_and_the_rest_share_one() {
+        let f = Format::GgufQ4K;
+        for op in [Op::Matmul, Op::MatmulA8] {
+            let one = KernelKey::new(f, op, Variant::Workgroup, 1);
+            assert_eq!(one.columns, Columns::One);
+            assert!(assemble(one).unwrap().contains("const KERNEL_COLUMNS: u32 = 1u;"));
+            for j in 2..=MAX_COLUMNS {
+                let many = KernelKey::new(f, op, Variant::Workgroup, j);
+                assert_eq!(many, KernelKey::new(f, op, Variant::Workgroup, MAX_COLUMNS), "J = {j}: one kernel");
+                assert!(assemble(many).unwrap().contains(&format!("const KERNEL_COLUMNS: u32 = {MAX_COLUMNS}u;")));
+            }
+            assert_ne!(one.label(), KernelKey::new(f, op, Variant::Workgroup, 2).label());
+        }
+        for op in [Op::Dequant, Op::Gather] {
+            assert_eq!(KernelKey::new(f, op, Variant::Workgroup, 0), KernelKey::new(f, op, Variant::Workgroup, 3));
         }
     }
 

@@ -599,7 +599,7 @@ impl Gpu {
             Op::Gather => plan.index.clone(),
             Op::Dequant => Vec::new(),
         };
-        let key = KernelKey { format: desc.format, op, variant };
+        let key = KernelKey::new(desc.format, op, variant, columns);
         Prepared::create(self, tensor, key, &plan, &input).await
     }
 }
