@@ -76,10 +76,10 @@ pub const MAX_COLUMNS: usize = 8;
 /// The activation columns a product kernel is built for: matvec (one column) has a kernel of
 /// its own, where the column loops are gone at compile time. With the column count a run-time
 /// bound, a CPU driver keeps every decoded chunk of a row block live across the column loop and
-/// spills it (lavapipe, 4096x14336, one column, interleaved with the one-kernel build: q4_K A8
-/// 25 -> 20 ms, q8_0 A8 32 -> 25, iq2_s A8 34 -> 25, bf16 A32 40 -> 34). Two to
-/// [`MAX_COLUMNS`] columns share the other kernel: unrolling each count multiplied compile
-/// time on CPU drivers (ops/matmul.wgsl).
+/// spills it (lavapipe, 4096x14336, one column, medians of four rounds alternating with the
+/// one-kernel build: q4_K A8 23.5 -> 19.7 ms, q8_0 A8 36.2 -> 30.4, iq2_s A8 35.8 -> 29.5,
+/// bf16 A32 46.4 -> 41.5). Two to [`MAX_COLUMNS`] columns share the other kernel: unrolling
+/// each count multiplied compile time on CPU drivers (ops/matmul.wgsl).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Columns {
     One,
