@@ -89,10 +89,16 @@ pub enum Columns {
 impl Columns {
     pub const ALL: [Columns; 2] = [Columns::One, Columns::UpToMax];
 
-    /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller).
-    pub fn for_count(count: usize) -> Columns {
-        match count {
-            1 => Columns::One,
+    /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller) with a
+    /// variant that is (`default_variant`) or is not the one the platform runs when none is
+    /// named (`capability::best_variant`). Matvec's own kernel is built for the default variant
+    /// only: a variant asked for by name (a comparison, a test) serves one column with the
+    /// general kernel, which computes the same sums. So conformance, which runs every variant
+    /// at J = 1, compiles one more kernel per product op rather than one per variant (on
+    /// lavapipe two instead of five per gguf type; CPU drivers' compile time is most of a run).
+    pub fn for_request(count: usize, default_variant: bool) -> Columns {
+        match (count, default_variant) {
+            (1, true) => Columns::One,
             _ => Columns::UpToMax,
         }
     }
@@ -300,10 +306,10 @@ pub struct KernelKey {
 }
 
 impl KernelKey {
-    /// The kernel of `op` for a request with `columns` activation columns (products) or none.
-    pub fn new(format: Format, op: Op, variant: Variant, columns: usize) -> KernelKey {
+    /// The kernel of `op` with `columns` (products; dequant and gather have one kernel).
+    pub fn new(format: Format, op: Op, variant: Variant, columns: Columns) -> KernelKey {
         let columns = match op {
-            Op::Matmul | Op::MatmulA8 => Columns::for_count(columns),
+            Op::Matmul | Op::MatmulA8 => columns,
             Op::Dequant | Op::Gather => Columns::One,
         };
         KernelKey { format, op, variant, columns }
@@ -539,7 +545,7 @@ mod tests {
     #[test]
     fn exactly_one_row_rule_and_one_gguf_decoder_flag_is_set_per_format() {
         for format in Format::ALL {
-            let text = constants(KernelKey::new(format, Op::Dequant, Variant::Workgroup, 0)).unwrap();
+            let text = constants(KernelKey::new(format, Op::Dequant, Variant::Workgroup, Columns::One)).unwrap();
             let f = flags(&text);
             let row = f.iter().filter(|(n, v)| n.starts_with("ROW_") && *v).count();
             assert_eq!(row, 1, "{format}: one ROW_* flag");
@@ -588,21 +594,25 @@ mod tests {
     }
 
     #[test]
-    fn one_column_has_its_own_kernel_and_the_rest_share_one() {
+    fn one_column_with_the_default_variant_has_its_own_kernel_and_the_rest_share_one() {
+        assert_eq!(Columns::for_request(1, true), Columns::One);
+        assert_eq!(Columns::for_request(1, false), Columns::UpToMax, "a named variant takes the general kernel");
+        for j in 2..=MAX_COLUMNS {
+            for default in [true, false] {
+                assert_eq!(Columns::for_request(j, default), Columns::UpToMax, "J = {j}");
+            }
+        }
         let f = Format::GgufQ4K;
         for op in [Op::Matmul, Op::MatmulA8] {
-            let one = KernelKey::new(f, op, Variant::Workgroup, 1);
-            assert_eq!(one.columns, Columns::One);
+            let one = KernelKey::new(f, op, Variant::Workgroup, Columns::One);
+            let many = KernelKey::new(f, op, Variant::Workgroup, Columns::UpToMax);
             assert!(assemble(one).unwrap().contains("const KERNEL_COLUMNS: u32 = 1u;"));
-            for j in 2..=MAX_COLUMNS {
-                let many = KernelKey::new(f, op, Variant::Workgroup, j);
-                assert_eq!(many, KernelKey::new(f, op, Variant::Workgroup, MAX_COLUMNS), "J = {j}: one kernel");
-                assert!(assemble(many).unwrap().contains(&format!("const KERNEL_COLUMNS: u32 = {MAX_COLUMNS}u;")));
-            }
-            assert_ne!(one.label(), KernelKey::new(f, op, Variant::Workgroup, 2).label());
+            assert!(assemble(many).unwrap().contains(&format!("const KERNEL_COLUMNS: u32 = {MAX_COLUMNS}u;")));
+            assert_ne!(one.label(), many.label());
         }
         for op in [Op::Dequant, Op::Gather] {
-            assert_eq!(KernelKey::new(f, op, Variant::Workgroup, 0), KernelKey::new(f, op, Variant::Workgroup, 3));
+            let one = KernelKey::new(f, op, Variant::Workgroup, Columns::One);
+            assert_eq!(one, KernelKey::new(f, op, Variant::Workgroup, Columns::UpToMax), "{op:?} has one kernel");
         }
     }
 

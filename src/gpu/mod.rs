@@ -599,7 +599,8 @@ impl Gpu {
             Op::Gather => plan.index.clone(),
             Op::Dequant => Vec::new(),
         };
-        let key = KernelKey::new(desc.format, op, variant, columns);
+        let default_variant = variant == capability::best_variant(desc.format, op, &self.platform);
+        let key = KernelKey::new(desc.format, op, variant, kernels::Columns::for_request(columns, default_variant));
         Prepared::create(self, tensor, key, &plan, &input).await
     }
 }
