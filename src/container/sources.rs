@@ -82,13 +82,16 @@ impl FloatTensor {
         }
     }
 
-    /// Every float value widened to binary32 (exact for f16 and bf16); integers are not floats.
-    pub fn to_f32(&self) -> Vec<f32> {
+    /// Every float value widened to binary32 (exact for f16 and bf16). An integer tensor is an
+    /// error, not an empty or converted vector: integers are not floats.
+    pub fn to_f32(&self) -> Result<Vec<f32>> {
         match &self.data {
-            FloatData::F32(v) => v.clone(),
-            FloatData::F16(v) => v.iter().map(|&w| f16_to_f32(w)).collect(),
-            FloatData::Bf16(v) => v.iter().map(|&w| bf16_to_f32(w)).collect(),
-            FloatData::I32(_) | FloatData::I64(_) => Vec::new(),
+            FloatData::F32(v) => Ok(v.clone()),
+            FloatData::F16(v) => Ok(v.iter().map(|&w| f16_to_f32(w)).collect()),
+            FloatData::Bf16(v) => Ok(v.iter().map(|&w| bf16_to_f32(w)).collect()),
+            FloatData::I32(_) | FloatData::I64(_) => {
+                Err(Error::Unsupported(format!("{}: an integer tensor has no float values", self.name)))
+            }
         }
     }
 }

@@ -102,6 +102,23 @@ fn safetensors_reads_every_tensor_and_checks_offsets() {
     assert!(e.contains("no tensors"), "{e}");
 }
 
+/// An integer tensor has integer words and refuses the float view: the fuzzer found the float
+/// view of an i32 tensor answering an empty vector, which a caller could take for no data.
+#[test]
+fn an_integer_tensor_refuses_the_float_view_and_a_float_tensor_the_integer_one() {
+    let data = [[7i32, -3].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(), vec![0x80, 0x3F]].concat();
+    let ts = parse_safetensors(&safetensors(
+        r#"{"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}}"#,
+        &data,
+    ))
+    .unwrap();
+    assert_eq!(ts[0].to_i32().unwrap(), [7, -3]);
+    let e = ts[0].to_f32().unwrap_err().to_string();
+    assert!(e.contains("a: an integer tensor has no float values"), "{e}");
+    assert_eq!(ts[1].to_f32().unwrap(), [1.0]);
+    assert!(ts[1].to_i32().is_err());
+}
+
 #[test]
 fn every_prefix_of_an_input_is_refused_without_panic() {
     let n = npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", &f32s(&[1.0, 2.0]));

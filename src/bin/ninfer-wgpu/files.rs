@@ -535,9 +535,9 @@ fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result
                 // bf16 words are kept bit for bit; anything else is rounded by the one named
                 // conversion, f32_to_bf16 (f16 is widened to f32 exactly first).
                 (Format::Bf16, FloatData::Bf16(words)) => direct::persist(format, &t.shape, DirectSource::Bf16(words)),
-                (Format::Bf16, _) => direct::f32_to_bf16(&t.shape, &t.to_f32()),
+                (Format::Bf16, _) => direct::f32_to_bf16(&t.shape, &t.to_f32()?),
                 // f16 and bf16 widen to f32 exactly, so persisting the widened words loses nothing.
-                _ => direct::persist(format, &t.shape, DirectSource::F32(&t.to_f32())),
+                _ => direct::persist(format, &t.shape, DirectSource::F32(&t.to_f32()?)),
             }
         }
         Category::DirectInt | Category::BlockScaledFloat | Category::GgufBlock => Err(Error::Unsupported(format!(
