@@ -9,6 +9,7 @@
 #   tools/peer-compare.sh [TYPES...] > table.md            # default: the 18 shared types and bf16
 #   PEER_N8=0 tools/peer-compare.sh ...                    # n = 1 only: llama.cpp's n = 8 runs take
 #                                                          # minutes per type on lavapipe
+#   PEER_TIMEOUT=600 (default)                             # seconds before an n = 8 peer run is stopped
 #
 # Ratio = llama.cpp's time / ours (above 1: we are faster). Each time is the median of its own
 # tool's repeated runs; the script alternates peer and ours per type.
@@ -28,7 +29,11 @@ for t in "${types[@]}"; do
   p1=$("$peer" perf "$t" 1 | awk '{print $3}')
   "$bin" bench --adapter vulkan --formats "$f" --shape 4096x14336 --ops matmul --columns 1,8 --json > "$tmp/$t.json" 2>/dev/null
   p8=0
-  [ "${PEER_N8:-1}" = 0 ] || p8=$("$peer" perf "$t" 8 | awk '{print $3}')
+  # llama.cpp's n = 8 runs take minutes per type on lavapipe, and iq4_nl's ran past 13: each is
+  # stopped after PEER_TIMEOUT seconds and its cell says so.
+  if [ "${PEER_N8:-1}" != 0 ]; then
+    p8=$(timeout "${PEER_TIMEOUT:-600}" "$peer" perf "$t" 8 | awk '{print $3}') || p8=-1
+  fi
   python3 - "$tmp/$t.json" "$t" "$p1" "$p8" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
@@ -39,7 +44,12 @@ for j in (1, 8):
     a32, a8 = ms.get(("matmul", j)), ms.get(("matmul_a8", j))
     fmt = lambda v: f"{v:.1f}" if v else "—"
     ratio = lambda v: f"{peer[j] / v:.2f}×" if v and peer[j] else "—"
-    cells += [f"{peer[j]:.1f}" if peer[j] else "not run", fmt(a32), fmt(a8), f"{ratio(a32)} / {ratio(a8)}"]
+    if peer[j] < 0:
+        peer[j] = 0.0
+        cells.append("stopped")
+    else:
+        cells.append(f"{peer[j]:.1f}" if peer[j] else "not run")
+    cells += [fmt(a32), fmt(a8), f"{ratio(a32)} / {ratio(a8)}"]
 print("| " + " | ".join(cells) + " |")
 PY
 done
