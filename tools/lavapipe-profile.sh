@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Instructions per weight of a matvec kernel as lavapipe runs it, from a profile. The command
-# (ours, or llama.cpp's test-backend-ops) runs under `perf record` (cpu-clock: this VM has no
-# hardware counters) with Mesa's x86 listing on (GALLIVM_DEBUG=asm, shader cache off). The
-# samples that land in the largest compiled compute function are mapped onto its basic blocks;
-# the blocks that take samples in proportion to their size are the hot loop (cold paths take
-# next to none). Their instructions and bounds-checked loads (lavapipe checks each storage load
-# per invocation: `jae`), divided by the weights one pass of that loop handles — which the
-# kernel's source says (ours: 8 invocations × 4 rows × 32 values, or × 64 for pairs of chunks) —
-# are the work per weight of the two kernels, compared on the same driver.
+# Where a matvec kernel's time goes as lavapipe runs it, from a profile. The command (ours, or
+# llama.cpp's test-backend-ops) runs under `perf record` (cpu-clock: this VM has no hardware
+# counters) with Mesa's x86 listing on (GALLIVM_DEBUG=asm, shader cache off). The samples are
+# mapped onto the compiled function most of them land in, and onto its basic blocks.
+# Printed: the hot blocks' instructions and bounds-checked loads (`jae`) per weight, dividing by
+# WEIGHTS_PER_PASS (ours: 8 invocations × 4 rows × 32 values, or × 64 for pairs of chunks) —
+# a relative measure for one kernel across changes only, since a pass's weights are not known
+# for another's loops — and the samples by kind of instruction (per-lane memory accesses, lane
+# moves, ALU, stack): shares of time, which do compare across kernels (README, "Where the time
+# goes").
 #
 #   tools/lavapipe-profile.sh WEIGHTS_PER_PASS -- COMMAND...
 #   tools/lavapipe-profile.sh 1024 -- target/release/ninfer-wgpu bench --adapter vulkan \
@@ -24,21 +25,13 @@ trap 'rm -rf "$tmp"' EXIT
 MESA_SHADER_CACHE_DISABLE=true GALLIVM_DEBUG=asm perf record -q -e cpu-clock -F 10000 -o "$tmp/perf.data" "$@" > "$tmp/asm.txt" 2>&1
 perf script -i "$tmp/perf.data" -F ip,dso 2>/dev/null | grep -F 'perf-' > "$tmp/ips.txt" || true
 PYTHONPATH="$(dirname "$0")" python3 - "$tmp/asm.txt" "$tmp/ips.txt" "$per_pass" <<'PY'
-import collections, random, re, sys
-from lavapipe_listing import largest_function
-f = largest_function(sys.argv[1])
-at = {o: i for i, (o, _, _) in enumerate(f)}
+import collections, re, sys
+from lavapipe_listing import hottest_function
 ips = [int(l.split()[0], 16) for l in open(sys.argv[2]) if l.strip()]
 if not ips:
     sys.exit("no samples in JIT code (perf maps it as /tmp/perf-PID.map)")
-# The function's load address: the base that puts the most samples on instruction boundaries.
-random.seed(0)
-votes = collections.Counter()
-offsets = [o for o, _, _ in f]
-for ip in random.sample(ips, min(300, len(ips))):
-    for o in offsets:
-        votes[ip - o] += 1
-base = votes.most_common(1)[0][0]
+f, base = hottest_function(sys.argv[1], ips)
+at = {o: i for i, (o, _, _) in enumerate(f)}
 # Basic blocks: a jump's target and the instruction after a jump start one.
 leaders = {0}
 for i, (o, op, arg) in enumerate(f):
@@ -53,11 +46,14 @@ for b in range(len(starts) - 1):
     for i in range(starts[b], starts[b + 1]):
         block[i] = b
 samples = collections.Counter()
+per_instr = collections.Counter()
 mapped = 0
 for ip in ips:
     if ip - base in at:
         # A sample names the instruction after the one retiring.
-        samples[block[max(at[ip - base] - 1, 0)]] += 1
+        i = max(at[ip - base] - 1, 0)
+        samples[block[i]] += 1
+        per_instr[i] += 1
         mapped += 1
 size = lambda b: starts[b + 1] - starts[b]
 mean = mapped / len(f)
@@ -70,4 +66,23 @@ share = sum(samples[b] for b in hot) / max(mapped, 1)
 print(f"kernel: {len(f)} instructions, {mapped} of {len(ips)} JIT samples; hot blocks hold {share:.0%} of them")
 print(f"per weight: {len(instr) / w:.1f} instructions, {loads / w:.2f} checked loads, {stack / w:.1f} stack accesses "
       f"({len(instr)} / {loads} / {stack} per pass of {w:g} weights)")
+# Where the kernel's samples sit, by kind of instruction (cpu-clock samples skid by an
+# instruction or so, so this is a share of time, not an exact attribution).
+def kind(op, arg):
+    if op.startswith("j"):
+        return "branch"
+    if "(%rsp" in arg:
+        return "stack (spill/reload)"
+    if "(%rip" in arg:
+        return "constant load"
+    if "(" in arg:
+        return "buffer or workgroup memory"
+    # Lavapipe's lane-by-lane gathers and extracts.
+    if op in ("vpblendd", "vpextrd", "vextracti128", "vpinsrd", "vpbroadcastd", "vpermd", "vinserti128"):
+        return "lane moves"
+    return "vector ALU" if op.startswith("v") else "scalar ALU"
+kinds = collections.Counter()
+for i, n in per_instr.items():
+    kinds[kind(f[i][1], f[i][2])] += n
+print("samples by kind: " + ", ".join(f"{k} {n / max(mapped, 1):.0%}" for k, n in kinds.most_common()))
 PY
