@@ -48,15 +48,20 @@ pub const MATMUL_RUN: u32 = 8;
 /// Lanes per row block. Kernels with a grid copy it to workgroup memory once per workgroup, so
 /// they take 32 lanes (each walks twice the chunks of 64, and the copy weighs half); measured
 /// on lavapipe, 4096x14336, interleaved with 64 lanes: iq2_xs A8 75 -> 63 ms, iq3_s A32 112 -> 70,
-/// A8 86 -> 78, 16 lanes no faster again. For the others 64 and 32 were within the noise (q8_0,
-/// q4_K, q6_K, bf16), and 64 keeps twice the workgroups for short matrices. The subgroup variant
-/// needs the adapter's largest subgroup to fit one block (capability.rs): 32 keeps it on NVIDIA
-/// (32) and lavapipe (8); where subgroups may be 64 wide only the 64-lane kernels take it.
+/// A8 86 -> 78, 16 lanes no faster again. The others take 8, one run (MATMUL_RUN): with 64, a row
+/// of K = 4096 gave each lane one or two chunks (q4_K's pairs: one), so each SIMD program of a
+/// CPU driver touched its rows once and no stream formed. Measured on lavapipe against 64 lanes,
+/// medians of 3-4 alternating rounds, A8 / A32: at 14336x4096 q4_K J=1 0.79 / 0.75, J=8 0.70 /
+/// 0.75, q3_K J=8 0.73 / 0.83, q6_K J=8 0.81 / 0.84, q8_0 J=8 0.83 / 0.76, bf16 J=8 0.82; at
+/// 4096x14336 mostly 0.76-1.02 (q4_0 A8 J=1 0.68; q4_K A8 J=8 1.24 from noisy rounds); at
+/// 16384x14336 0.90-1.00 (README, Performance).
+/// The subgroup variant needs the adapter's largest subgroup to fit one block (capability.rs):
+/// lavapipe's 8 fits every family; where subgroups are wider only the grid kernels take it.
 pub fn product_lanes(format: Format) -> u32 {
     if has_grid(format) {
         32
     } else {
-        64
+        8
     }
 }
 
