@@ -68,6 +68,7 @@ fn source(address: &str, element: Element, loads: u32) -> String {
 {table}
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 const LOADS: u32 = {loads}u;
+const WG: u32 = {WG}u;
 @compute @workgroup_size({WG})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(num_workgroups) n: vec3<u32>) {{
@@ -86,8 +87,9 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_i
     )
 }
 
-/// Every invocation writes its share of the table, then the workgroup waits for all of it.
-const FILL: &str = "for (var t = li; t < 1024u; t += 64u) { table[t] = t * 2654435761u; }
+/// Every invocation writes its share of the table (the workgroup's invocations stride it), then
+/// the workgroup waits for all of it.
+const FILL: &str = "for (var t = li; t < 1024u; t += WG) { table[t] = t * 2654435761u; }
     workgroupBarrier();";
 
 fn main() -> Result<(), ninfer_wgpu::Error> {
