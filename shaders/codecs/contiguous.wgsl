@@ -18,13 +18,16 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
         // Rows on whole vec4s (uniform): a chunk is 4 (bf16) or 8 (fp32, int32) vec4 loads and
         // starts on a word, so the odd-start form is not needed.
         let v = start >> 4u;
-        for (var i = 0u; i < 8u; i++) {
-            if WORD_BYTES == 4u {
+        if WORD_BYTES == 4u {
+            for (var i = 0u; i < 8u; i++) {
                 out[i] = bitcast<vec4<f32>>(plane0_vec4[v + i]);
-            } else {
-                let p = plane0_vec4[v + i / 2u];
-                let w = select(p.xy, p.zw, i % 2u == 1u);
-                out[i] = bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));
+            }
+        } else {
+            // Each vec4 is loaded once for the two vec4 of values it holds.
+            for (var i = 0u; i < 4u; i++) {
+                let p = plane0_vec4[v + i];
+                out[2u * i] = bitcast<vec4<f32>>(vec4<u32>(p.x << 16u, p.x & 0xffff0000u, p.y << 16u, p.y & 0xffff0000u));
+                out[2u * i + 1u] = bitcast<vec4<f32>>(vec4<u32>(p.z << 16u, p.z & 0xffff0000u, p.w << 16u, p.w & 0xffff0000u));
             }
         }
         return mask_chunk_past_k(out, c);
