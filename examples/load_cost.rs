@@ -44,6 +44,7 @@ const PATTERNS: &[(&str, &str, Element)] = &[
     ("runs of 16 words, each address after the previous load", "i * LOADS + k + (v & 1u)", Element::Word),
     ("neighbours 16 B apart, vec4 (interleaved)", "k * N + i", Element::Vec4),
     ("neighbours 64 B apart, vec4 (runs of 4 vec4)", "i * LOADS + k", Element::Vec4),
+    ("one address for a whole workgroup (uniform)", "w.x * LOADS + k", Element::Word),
     ("scattered words (a hash of i and k)", "(i * 40503u + k * 7919u) & (N * LOADS - 1u)", Element::Word),
     // Minus the runs of 16 words' time, these two are the lookups'.
     ("runs of 16 words, plus a workgroup-table lookup per load", "i * LOADS + k", Element::WorkgroupTable),
@@ -71,7 +72,7 @@ const LOADS: u32 = {loads}u;
 const WG: u32 = {WG}u;
 @compute @workgroup_size({WG})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_index) li: u32,
-        @builtin(num_workgroups) n: vec3<u32>) {{
+        @builtin(num_workgroups) n: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {{
     let N = n.x * {WG}u;
     let i = g.x;
     {fill}
