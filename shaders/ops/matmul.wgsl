@@ -11,7 +11,10 @@
 // KERNEL_COLUMNS is 1 and every column loop runs once at compile time, and one for 2..8
 // columns, where the count is a parameter and the column loop stays a loop. Unrolling it (a
 // constant J per count) multiplied shader compile time by up to 80 on CPU drivers, whose
-// compile time is most of a conformance run. Each lane's column sums live in a private array
+// compile time is most of a conformance run. Matvec's kernel also takes a lane step's rows one
+// at a time where MATVEC_ROW_AT_A_TIME (generated per format and profile, src/gpu/kernels.rs
+// matvec_order): four rows' decoded chunks live at once are spilled by CPU drivers. Each
+// lane's column sums live in a private array
 // indexed by the column while it walks its chunks, then in its own workgroup-memory slots for
 // the reduction.
 //

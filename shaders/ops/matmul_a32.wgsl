@@ -52,22 +52,36 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
-    for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
-        var q0: Chunk;
-        var q1: Chunk;
-        var q2: Chunk;
-        var q3: Chunk;
-        var f0 = vec4<f32>(0.0);
-        var f1 = vec4<f32>(0.0);
-        var f2 = vec4<f32>(0.0);
-        var f3 = vec4<f32>(0.0);
-        levels_or_zero(row, c, &q0, &f0);
-        levels_or_zero(row + 1u, c, &q1, &f1);
-        levels_or_zero(row + 2u, c, &q2, &f2);
-        levels_or_zero(row + 3u, c, &q3, &f3);
-        for (var j = 0u; j < column_count(); j++) {
-            let x = x_chunk(j, c);
-            acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
+    if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
+        // Matvec: the activation chunk first, then one row at a time, so only one row's
+        // decoded chunk is live beside it (four rows' were spilled by CPU drivers).
+        for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
+            let x = x_chunk(0u, c);
+            for (var b = 0u; b < ROW_BLOCK; b++) {
+                var q: Chunk;
+                var f = vec4<f32>(0.0);
+                levels_or_zero(row + b, c, &q, &f);
+                acc[0][b] += chunk_dot(q, f, x);
+            }
+        }
+    } else {
+        for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
+            var q0: Chunk;
+            var q1: Chunk;
+            var q2: Chunk;
+            var q3: Chunk;
+            var f0 = vec4<f32>(0.0);
+            var f1 = vec4<f32>(0.0);
+            var f2 = vec4<f32>(0.0);
+            var f3 = vec4<f32>(0.0);
+            levels_or_zero(row, c, &q0, &f0);
+            levels_or_zero(row + 1u, c, &q1, &f1);
+            levels_or_zero(row + 2u, c, &q2, &f2);
+            levels_or_zero(row + 3u, c, &q3, &f3);
+            for (var j = 0u; j < column_count(); j++) {
+                let x = x_chunk(j, c);
+                acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
+            }
         }
     }
     for (var j = 0u; j < column_count(); j++) {

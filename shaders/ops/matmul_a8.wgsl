@@ -63,25 +63,40 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
     // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
     var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
-    for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
-        var q0: Codes;
-        var q1: Codes;
-        var q2: Codes;
-        var q3: Codes;
-        var f0 = vec4<f32>(0.0);
-        var f1 = vec4<f32>(0.0);
-        var f2 = vec4<f32>(0.0);
-        var f3 = vec4<f32>(0.0);
-        codes_or_zero(row, c, &q0, &f0);
-        codes_or_zero(row + 1u, c, &q1, &f1);
-        codes_or_zero(row + 2u, c, &q2, &f2);
-        codes_or_zero(row + 3u, c, &q3, &f3);
-        for (var j = 0u; j < column_count(); j++) {
-            let at = j * P.x_stride + 3u * c;
-            let x0 = X[at];
-            let x1 = X[at + 1u];
-            let m = X[at + 2u];
-            acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
+    if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
+        // Matvec: as ops/matmul_a32.wgsl, the activation chunk first, then one row at a time.
+        for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
+            let x0 = X[3u * c];
+            let x1 = X[3u * c + 1u];
+            let m = X[3u * c + 2u];
+            for (var b = 0u; b < ROW_BLOCK; b++) {
+                var q: Codes;
+                var f = vec4<f32>(0.0);
+                codes_or_zero(row + b, c, &q, &f);
+                acc[0][b] += chunk_dot8(q, f, x0, x1, m);
+            }
+        }
+    } else {
+        for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
+            var q0: Codes;
+            var q1: Codes;
+            var q2: Codes;
+            var q3: Codes;
+            var f0 = vec4<f32>(0.0);
+            var f1 = vec4<f32>(0.0);
+            var f2 = vec4<f32>(0.0);
+            var f3 = vec4<f32>(0.0);
+            codes_or_zero(row, c, &q0, &f0);
+            codes_or_zero(row + 1u, c, &q1, &f1);
+            codes_or_zero(row + 2u, c, &q2, &f2);
+            codes_or_zero(row + 3u, c, &q3, &f3);
+            for (var j = 0u; j < column_count(); j++) {
+                let at = j * P.x_stride + 3u * c;
+                let x0 = X[at];
+                let x1 = X[at + 1u];
+                let m = X[at + 2u];
+                acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
+            }
         }
     }
     for (var j = 0u; j < column_count(); j++) {
@@ -95,15 +110,25 @@ fn pair_sums(row: u32, lane: u32, li: u32) {
     var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     // Pairs of chunks (P.chunks is even: whole 256-value blocks).
     let walk = lane_walk(lane, select(0u, P.chunks / 2u, row < P.rows));
-    for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
-        let p0 = pair_or_zero(row, c);
-        let p1 = pair_or_zero(row + 1u, c);
-        let p2 = pair_or_zero(row + 2u, c);
-        let p3 = pair_or_zero(row + 3u, c);
-        for (var j = 0u; j < column_count(); j++) {
-            let at = j * P.x_stride + 3u * c;
+    if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
+        for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
+            let at = 3u * c;
             let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
-            acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
+            for (var b = 0u; b < ROW_BLOCK; b++) {
+                acc[0][b] += pair_dot(pair_or_zero(row + b, c), x);
+            }
+        }
+    } else {
+        for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
+            let p0 = pair_or_zero(row, c);
+            let p1 = pair_or_zero(row + 1u, c);
+            let p2 = pair_or_zero(row + 2u, c);
+            let p3 = pair_or_zero(row + 3u, c);
+            for (var j = 0u; j < column_count(); j++) {
+                let at = j * P.x_stride + 3u * c;
+                let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
+                acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
+            }
         }
     }
     for (var j = 0u; j < column_count(); j++) {

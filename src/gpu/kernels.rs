@@ -65,6 +65,63 @@ pub fn product_lanes(format: Format) -> u32 {
     }
 }
 
+/// How matvec's kernel (one column, [`Columns::One`]) orders a lane step's rows: each row's
+/// chunk decoded and multiplied before the next is decoded, or all ROW_BLOCK rows decoded first
+/// and then multiplied (the general kernel's order, which reuses the decoded rows across its
+/// columns). With four rows' decoded chunks live at once, a CPU driver spills most of them.
+/// Measured on lavapipe, 4096x14336, medians of 4 alternating rounds, row at a time against
+/// rows together: A32 0.61-0.83 for every family (q4_0 0.62, q4_K 0.74, iq2_xs 0.65, bf16 0.79,
+/// fp32 0.83, q4_g64_fp16 0.63, nvfp4 0.80); A8 0.60-0.91 for most (q4_K 0.87 and at 14336x4096
+/// 0.60, iq3_s 0.70, iq2_s 0.67, iq4_nl 0.67, q5_0 0.77), 0.96-1.04 for iq2_xxs and q2_K, but
+/// q4_0 1.20-1.50 and q8_0 0.97-1.11 slower: their codes are whole words masked, nothing is
+/// spilled, and the four rows' loads lose their overlap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatvecOrder {
+    RowAtATime,
+    RowsTogether,
+}
+
+pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
+    let a8 = match op {
+        Op::Matmul => return MatvecOrder::RowAtATime,
+        // No matvec: the constant is unused.
+        Op::Dequant | Op::Gather => return MatvecOrder::RowsTogether,
+        Op::MatmulA8 => format,
+    };
+    match a8 {
+        Format::GgufQ8_0 | Format::GgufQ4_0 => MatvecOrder::RowsTogether,
+        Format::GgufQ5_0
+        | Format::GgufQ2_0
+        | Format::GgufIq4Nl
+        | Format::GgufIq4Xs
+        | Format::GgufQ2K
+        | Format::GgufQ3K
+        | Format::GgufQ4K
+        | Format::GgufQ5K
+        | Format::GgufQ6K
+        | Format::GgufIq2Xxs
+        | Format::GgufIq2Xs
+        | Format::GgufIq2S
+        | Format::GgufIq3Xxs
+        | Format::GgufIq3S
+        | Format::GgufIq1S
+        | Format::GgufIq1M => MatvecOrder::RowAtATime,
+        // No A8 kernel (capability.rs, format_rule): the constant is unused.
+        Format::Bf16
+        | Format::Fp32
+        | Format::Int32
+        | Format::Q2G64Fp16
+        | Format::Q4G64Fp16
+        | Format::Q5G64Fp16
+        | Format::Q6G64Fp16
+        | Format::Q8G32Fp16
+        | Format::T2G128Fp16
+        | Format::Nvfp4
+        | Format::Fp8E4m3fnRowBf16
+        | Format::Fp8E4m3fnRowFp16 => MatvecOrder::RowsTogether,
+    }
+}
+
 /// Rows per product workgroup for `format`.
 pub fn matmul_rows(format: Format) -> usize {
     (MATMUL_WG / product_lanes(format) * ROW_BLOCK) as usize
@@ -470,11 +527,15 @@ pub fn constants(key: KernelKey) -> Result<String> {
 /// PARTIAL_SLOTS sizes `partial` (ops/matmul.wgsl: a sum per column, row of the block and
 /// invocation); SUBGROUP_SLOTS sizes `subgroup_sums` (ops/matmul_subgroup.wgsl: per column and row,
 /// one per subgroup, of at least 4 invocations).
-fn product_geometry(lanes: u32, columns: Columns) -> String {
+fn product_geometry(lanes: u32, columns: Columns, order: MatvecOrder) -> String {
     let rows = MATMUL_WG / lanes * ROW_BLOCK;
     let columns = columns.capacity() as u32;
+    let row_at_a_time = match order {
+        MatvecOrder::RowAtATime => true,
+        MatvecOrder::RowsTogether => false,
+    };
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
         columns * ROW_BLOCK * MATMUL_WG,
         columns * ROW_BLOCK * (MATMUL_WG / 4)
     )
@@ -498,7 +559,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         (Op::MatmulA8, Variant::EmulatedDot) => &[CODEC_GGUF_CODES, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
     };
     if key.op.is_product() {
-        s.push_str(&product_geometry(product_lanes(key.format), key.columns));
+        s.push_str(&product_geometry(product_lanes(key.format), key.columns, matvec_order(key.format, key.op)));
     }
     for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
         s.push('\n');
@@ -533,7 +594,7 @@ pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
 
 /// The subgroup-layout probe, which checks subgroup sizes against the products' MATMUL_WG.
 pub(crate) fn subgroup_probe_source() -> String {
-    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MATMUL_WG, Columns::One))
+    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MATMUL_WG, Columns::One, MatvecOrder::RowsTogether))
 }
 
 #[cfg(test)]
@@ -596,6 +657,21 @@ mod tests {
                 "{format}: {lanes} lanes"
             );
         }
+    }
+
+    #[test]
+    fn matvec_order_is_written_into_each_product_kernel_from_the_table() {
+        for format in Format::ALL {
+            for op in [Op::Matmul, Op::MatmulA8] {
+                let key = KernelKey::new(format, op, Variant::Workgroup, Columns::One);
+                let Ok(source) = assemble(key) else { continue };
+                let expected = matches!(matvec_order(format, op), MatvecOrder::RowAtATime);
+                assert!(source.contains(&format!("const MATVEC_ROW_AT_A_TIME: bool = {expected};")), "{}", key.label());
+            }
+        }
+        assert_eq!(matvec_order(Format::GgufQ4_0, Op::MatmulA8), MatvecOrder::RowsTogether);
+        assert_eq!(matvec_order(Format::GgufQ4K, Op::MatmulA8), MatvecOrder::RowAtATime);
+        assert_eq!(matvec_order(Format::GgufQ4_0, Op::Matmul), MatvecOrder::RowAtATime);
     }
 
     #[test]
