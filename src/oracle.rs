@@ -212,10 +212,19 @@ pub struct A8Model {
     /// Per output: `Σ_k (|w_k| + m_k) |x̃_k|`, with m_k the largest |w| of k's 16-value half —
     /// what bounds the magnitude of every f32 intermediate (`a Σ code x̃ - b Σ x̃` per half).
     pub magnitude: Vec<f64>,
-    /// Per output: `Σ |w_k| d_k` over activation values within 1e-5 of a rounding tie, where a
-    /// device's `1 / d` (WGSL allows 2.5 ULP) may round the code the other way.
+    /// Per output: what a device's own division may move — `Σ |w_k| d_k` over activation values
+    /// near a rounding tie, and `Σ |w_k| |code_k| Δd` over blocks whose scale lies near a
+    /// binary16 rounding boundary (see [`A8_DIVISION_ULPS`]).
     pub slack: Vec<f64>,
 }
+
+/// How far, in binary32 ULPs of the value, a device's q8_1 step may land from the reference's:
+/// WGSL allows 2.5 ULP for each of its two divisions (`d = amax / 127`, `1 / d`) and the code's
+/// product `x · (1 / d)` rounds once more, 5.5 in all; 8 leaves a margin. Within that distance of
+/// a rounding tie a code may round the other way (seen on SwiftShader: x · (1 / d) = -121.5
+/// exactly on the CPU, just above it there), and within it of a binary16 boundary the stored
+/// scale may be the neighbouring binary16.
+pub const A8_DIVISION_ULPS: f64 = 8.0;
 
 /// The A8 model of `Y = W X` (see [`A8Model`]); K must be whole q8_1 blocks.
 pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Result<A8Model> {
@@ -227,19 +236,27 @@ pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Re
     let w = float_weights(tensor)?;
     // The largest |w| of each 16-value half, per row.
     let half_max: Vec<f64> = w.chunks(16).map(|h| h.iter().fold(0f64, |m, v| m.max(v.abs() as f64))).collect();
+    // Relative reach of a device's rounding, with binary32's ULP at most 2^-23 of a value.
+    let reach = A8_DIVISION_ULPS * 2f64.powi(-23);
     let mut model = A8Model { y: Vec::new(), magnitude: Vec::new(), slack: Vec::new() };
     for x in xs.chunks_exact(k.max(1)).take(columns) {
         let blocks = q8_1::quantize(x)?;
         let mut xq = Vec::with_capacity(k);
+        // Per value: the change a code rounded the other way makes (d), and the change the
+        // neighbouring binary16 scale makes (|code| Δd); zero where neither can happen.
         let mut near_tie = Vec::with_capacity(k);
+        let mut scale_step = Vec::with_capacity(k);
         for (b, block) in blocks.iter().zip(x.chunks_exact(q8_1::QK8_1)) {
             let d = crate::numeric::f16_to_f32(b.d) as f64;
             let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
             let id = if amax != 0.0 { 127.0 / amax as f64 } else { 0.0 };
+            let dd = binary16_neighbour_step(amax as f64 / 127.0, reach);
             for (&q, &v) in b.qs.iter().zip(block) {
                 xq.push(q as f64 * d);
                 let t = v as f64 * id;
-                near_tie.push(if ((t - t.trunc()).abs() - 0.5).abs() < 1e-5 { d } else { 0.0 });
+                let tie = ((t - t.trunc()).abs() - 0.5).abs() <= (t.abs() * reach).max(1e-5);
+                near_tie.push(if tie { d } else { 0.0 });
+                scale_step.push((q as f64).abs() * dd);
             }
         }
         for (r, row) in w.chunks_exact(k.max(1)).take(n).enumerate() {
@@ -248,7 +265,7 @@ pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Re
                 let wv = wv as f64;
                 y += wv * xq[i];
                 m += (wv.abs() + half_max[(r * k + i) / 16]) * xq[i].abs();
-                s += wv.abs() * near_tie[i];
+                s += wv.abs() * (near_tie[i] + scale_step[i]);
             }
             model.y.push(y);
             model.magnitude.push(m);
@@ -256,4 +273,12 @@ pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Re
         }
     }
     Ok(model)
+}
+
+/// The gap between the binary16 values a scale `d` may round to when a device computes it up to
+/// `reach` (relative) away from `d`: zero when the whole range rounds to one binary16.
+fn binary16_neighbour_step(d: f64, reach: f64) -> f64 {
+    let (lo, hi) = (d * (1.0 - reach), d * (1.0 + reach));
+    let round = |v: f64| crate::numeric::f16_to_f32(crate::numeric::f32_to_f16(v as f32)) as f64;
+    round(hi) - round(lo)
 }

@@ -327,6 +327,31 @@ fn q8_1_quantizes_as_ggml_and_the_a8_criterion_judges_products() {
 }
 
 #[test]
+fn the_a8_model_allows_a_code_a_device_division_may_round_the_other_way() {
+    // A block from a SwiftShader run (seed 1796207088699362106): in binary32, value 21 times
+    // 1 / (amax / 127) is exactly -121.5 (roundf: -122), while the exact quotient is
+    // -121.4999889, 1.1e-5 from the tie; SwiftShader's own division gave -121. The model must
+    // leave that code's |w| d of slack, and none to a block without a tie or a scale boundary.
+    const BLOCK: [u32; 32] = [
+        0x3dedd500, 0x3f348c5a, 0x3f33fbea, 0xbf2c0794, 0xbf51f346, 0x3f371372, 0xbecfccd4, 0xbf7c567e, 0x3e7d6990,
+        0xbe1056a8, 0xbf4c81f8, 0xbe93ebd4, 0x3ed8d214, 0xbe49d8f8, 0x3f068fa6, 0x3ebe0004, 0xbf76b238, 0x3ee9f930,
+        0xbf1fda14, 0x3e76eee8, 0x3e15a410, 0xbf7168ea, 0x3e8c04f4, 0xbe87b8c0, 0xbedc46e4, 0x3d6c2fc0, 0xbe6b1af8,
+        0xbf1d6714, 0xbecc470c, 0x3ec30cc4, 0x3f23d29a, 0xbe07e720,
+    ];
+    let tie: Vec<f32> = BLOCK.iter().map(|&b| f32::from_bits(b)).collect();
+    let d = ninfer_wgpu::numeric::f16_to_f32(q8_1::quantize(&tie).unwrap()[0].d) as f64;
+    assert_eq!(q8_1::quantize(&tie).unwrap()[0].qs[21], -122);
+    // One q8_0 row of 32 weights, each 1.0: the slack is then the sum of d over tied codes.
+    let mut row = 0x3C00u16.to_le_bytes().to_vec();
+    row.extend([1u8; 32]);
+    let t = EncodedTensor::new(TensorDesc::new(Format::GgufQ8_0, Layout::GgufBlocksV1, &[1, 32]), row).unwrap();
+    let model = ninfer_wgpu::oracle::matmul_a8_model(&t, &tie, 1).unwrap();
+    assert!(model.slack[0] >= d, "slack {:e} < d = {d:e} for the tied code", model.slack[0]);
+    let plain = ninfer_wgpu::oracle::matmul_a8_model(&t, &[1.0; 32], 1).unwrap();
+    assert_eq!(plain.slack[0], 0.0, "x = 1: every code is exactly 127, d = 1/127 far from a binary16 tie");
+}
+
+#[test]
 fn cli_reads_gguf_files() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gguf-cli");
     std::fs::create_dir_all(&dir).unwrap();

@@ -266,7 +266,8 @@ fn judge_matmul(case: &MatmulCase, got: &[f32]) -> (Verdict, f64, (f64, f64), St
 /// activation — within the f32 rounding of the kernel's own steps: per chunk at most 6
 /// roundings, then at most K/32 sequential adds and 6 tree levels, each on magnitudes bounded
 /// by `2 Σ (|w| + m) |x̃|` (the offset terms `a Σ code x̃` and `b Σ x̃` may each exceed Σ|w x̃|),
-/// plus the model's slack for codes at a rounding tie and 2^-126 per step for flushing devices.
+/// plus the model's slack for codes near a rounding tie and scales near a binary16 boundary
+/// (where a device's division may round the other way) and 2^-126 per step for flushing devices.
 /// This is what catches a wrong code, which the A8 bound alone could hide in the noise.
 fn judge_a8(reference: &oracle::MatvecReference, model: &oracle::A8Model, k: usize, got: &[f32]) -> A8Judgement {
     let n = reference.y.len();
