@@ -28,6 +28,14 @@ impl Default for Timing {
     }
 }
 
+impl Timing {
+    /// One warm-up run and exactly `runs` timed ones (at least one), however long they take.
+    pub fn fixed(runs: usize) -> Self {
+        let runs = runs.max(1);
+        Timing { warmup: 1, min_runs: runs, min_time: Duration::ZERO, max_runs: runs }
+    }
+}
+
 /// Median wall time of `f`, each run waited for.
 pub fn median_time(timing: Timing, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     for _ in 0..timing.warmup {
@@ -159,4 +167,22 @@ pub fn bench_case(
         copy_ratio: gbs / copy_gbs,
         passes: prepared.passes(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_timing_runs_one_warm_up_and_exactly_the_runs_asked() {
+        for runs in [1, 3] {
+            let mut calls = 0;
+            median_time(Timing::fixed(runs), || {
+                calls += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(calls, runs + 1, "Timing::fixed({runs})");
+        }
+    }
 }

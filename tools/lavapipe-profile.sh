@@ -26,7 +26,7 @@ MESA_SHADER_CACHE_DISABLE=true GALLIVM_DEBUG=asm perf record -q -e cpu-clock -F 
 perf script -i "$tmp/perf.data" -F ip,dso 2>/dev/null | grep -F 'perf-' > "$tmp/ips.txt" || true
 PYTHONPATH="$(dirname "$0")" python3 - "$tmp/asm.txt" "$tmp/ips.txt" "$per_pass" <<'PY'
 import collections, re, sys
-from lavapipe_listing import hottest_function
+from lavapipe_listing import hottest_function, kind
 ips = [int(l.split()[0], 16) for l in open(sys.argv[2]) if l.strip()]
 if not ips:
     sys.exit("no samples in JIT code (perf maps it as /tmp/perf-PID.map)")
@@ -68,19 +68,6 @@ print(f"per weight: {len(instr) / w:.1f} instructions, {loads / w:.2f} checked l
       f"({len(instr)} / {loads} / {stack} per pass of {w:g} weights)")
 # Where the kernel's samples sit, by kind of instruction (cpu-clock samples skid by an
 # instruction or so, so this is a share of time, not an exact attribution).
-def kind(op, arg):
-    if op.startswith("j"):
-        return "branch"
-    if "(%rsp" in arg:
-        return "stack (spill/reload)"
-    if "(%rip" in arg:
-        return "constant load"
-    if "(" in arg:
-        return "buffer or workgroup memory"
-    # Lavapipe's lane-by-lane gathers and extracts.
-    if op in ("vpblendd", "vpextrd", "vextracti128", "vpinsrd", "vpbroadcastd", "vpermd", "vinserti128"):
-        return "lane moves"
-    return "vector ALU" if op.startswith("v") else "scalar ALU"
 kinds = collections.Counter()
 for i, n in per_instr.items():
     kinds[kind(f[i][1], f[i][2])] += n

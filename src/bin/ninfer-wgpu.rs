@@ -95,6 +95,11 @@ enum Command {
         /// emulated-dot).
         #[arg(long, value_parser = parse_variant)]
         variant: Option<Variant>,
+        /// Exactly N timed runs after one warm-up, whatever they take (default: at least 5 runs
+        /// and 0.5 s). A fixed count lets an instruction counter divide by the dispatches it saw
+        /// (tools/lavapipe-icount.sh).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        runs: Option<u16>,
         /// Also draw GB/s and the copy-bandwidth ratio per format as an SVG chart.
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
@@ -457,6 +462,7 @@ struct BenchChoice<'a> {
     ops: &'a [String],
     profiles: &'a [Profile],
     variant: Option<Variant>,
+    runs: Option<u16>,
 }
 
 fn parse_profile(s: &str) -> Result<Profile, String> {
@@ -508,7 +514,7 @@ fn run_bench(
         bench::check_shape(n, k)?;
     }
     let gpu = open(args)?;
-    let timing = Timing::default();
+    let timing = choice.runs.map_or_else(Timing::default, |n| Timing::fixed(usize::from(n)));
     eprint!("measuring buffer-copy bandwidth…");
     let copy = bench::copy_bandwidth(&gpu, 256 << 20, timing)? / 1e9;
     eprintln!(" {copy:.2} GB/s");
@@ -607,8 +613,8 @@ fn main() -> ExitCode {
             [a, b] => compare_reports(a, b, json),
             _ => run_conformance(&gpu, &formats, seed, slow, cases, json, report.as_deref()),
         },
-        Command::Bench { gpu, formats, shape, columns, ops, profile, variant, plot, json } => {
-            let choice = BenchChoice { ops: &ops, profiles: &profile, variant };
+        Command::Bench { gpu, formats, shape, columns, ops, profile, variant, runs, plot, json } => {
+            let choice = BenchChoice { ops: &ops, profiles: &profile, variant, runs };
             run_bench(&gpu, &formats, shape, &columns, choice, json, plot.as_deref())
         }
         Command::Formats { json } => formats(json),

@@ -81,6 +81,14 @@ fn bench_shapes_are_checked_before_anything_is_allocated() {
         assert_eq!(out.status.code(), Some(2), "--shape {shape} is an error, not a panic: {err}");
         assert!(err.contains("shape"), "--shape {shape}: {err}");
     }
+    // A fixed run count is one or more, and a u16: refused before an adapter is opened.
+    for runs in ["0", "-1", "65536", "many"] {
+        let arg = format!("--runs={runs}");
+        let out = cli::run_within(&["bench", &arg, "--formats", "bf16"], Duration::from_secs(30));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--runs {runs} is an error, not a panic: {err}");
+        assert!(err.contains("--runs"), "--runs {runs}: {err}");
+    }
 }
 
 #[test]

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Instructions that lavapipe's compiled shaders execute per weight, counted by valgrind
+# (callgrind), for one of our products or for llama.cpp's MUL_MAT on the same driver and shape.
+# A count, not a time: the same binary and inputs give the same number whatever else the machine
+# is doing, where times on these shared 2-vCPU VMs move by tens of percent (and the VM has no
+# hardware counters for `perf stat`).
+#
+#   tools/lavapipe-icount.sh ours gguf_q4_k a8 1 [4096x14336]    # format, profile, J, shape
+#   PEER_BIN=... tools/lavapipe-icount.sh peer q4_K 1 [4096x14336]  # ggml type, n, shape
+#   KINDS=1 tools/lavapipe-icount.sh ours ...                    # also by kind of instruction
+#
+# KINDS=1 also counts per instruction (callgrind --dump-instr=yes) and maps the counts onto
+# Mesa's listing of the hottest compiled function (GALLIVM_DEBUG=asm, shader cache off, so the
+# shaders are compiled under valgrind: minutes), then prints the kernel's instructions per weight
+# by kind, as tools/lavapipe-profile.sh classifies them.
+#
+# What is counted: every instruction callgrind saw in code without an object file, which in
+# these processes is the code lavapipe's LLVM compiled from SPIR-V (the matmul kernel and, for
+# A8, the q8_1 quantize pass; also the adapter probes at start, a few thousand). It is divided by
+# the dispatches: ours `bench --runs R` (one warm-up plus R), the peer's warm-up graph plus the
+# runs test-backend-ops prints.
+#
+# Under valgrind the CPU reports AVX2 but not AVX-512, so LLVM emits AVX2 code for the same
+# 256-bit lanes: counts compare kernels with each other, not with the native instruction mix.
+#
+# test-backend-ops quantizes its random weights on the CPU first, which under valgrind takes
+# half an hour for an iq2 type at 4096x14336: a smaller M (512x14336) gives the same count per
+# weight in minutes (ours is within 1 % at both shapes, README).
+# The peer: test-backend-ops sizes each perf graph to 100 GFLOP (852 matvecs at 4096x14336),
+# hours under valgrind. PEER_BIN is a test-backend-ops whose perf target is smaller: built from
+# the same source as ../shared/tools/llamacpp-peer.sh with `target_flops_gpu` lowered (README,
+# "Instructions per weight"); only the count of repeated nodes differs, not the kernels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)
+export VK_ICD_FILENAMES=$lvp
+out=$(mktemp -d)
+cg=(valgrind --tool=callgrind --callgrind-out-file="$out/cg")
+if [ "${KINDS:-0}" = 1 ]; then
+  cg+=(--dump-instr=yes)
+  export MESA_SHADER_CACHE_DISABLE=true GALLIVM_DEBUG=asm
+fi
+# KEEP=DIR keeps the callgrind output and the log there.
+trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$out"/* "$KEEP"/; rm -rf "$out"' EXIT
+
+# Σ Ir over functions in no object file ("[???]" in callgrind_annotate's listing).
+jit_ir() {
+  callgrind_annotate --threshold=100 "$1" 2>/dev/null |
+    awk '/\[\?\?\?\]$/ { gsub(",", "", $1); s += $1 } END { printf "%.0f\n", s }'
+}
+
+case "${1:-}" in
+  ours)
+    format=$2 profile=$3 j=$4 shape=${5:-4096x14336} runs=${RUNS:-2}
+    "${cg[@]}" "${BIN:-target/release/ninfer-wgpu}" bench \
+      --adapter vulkan --formats "$format" --ops matmul --profile "$profile" --columns "$j" --shape "$shape" \
+      --runs "$runs" --json > "$out/json" 2> "$out/log" || { tail -5 "$out/log" >&2; exit 1; }
+    dispatches=$((runs + 1))
+    label="ours $format $profile J=$j $shape"
+    ;;
+  peer)
+    t=$2 n=${3:-1} shape=${4:-4096x14336}
+    : "${PEER_BIN:?PEER_BIN: a test-backend-ops with a smaller perf target (see the header)}"
+    GGML_VK_VISIBLE_DEVICES=0 "${cg[@]}" "$PEER_BIN" perf \
+      -b Vulkan0 -o MUL_MAT -p "type_a=$t,type_b=f32,m=${shape%x*},n=$n,k=${shape#*x}," > "$out/log" 2>&1 ||
+      { tail -5 "$out/log" >&2; exit 1; }
+    runs=$(grep -o '[0-9]* runs - ' "$out/log" | head -1 | awk '{print $1}')
+    [ -n "$runs" ] || { tail -5 "$out/log" >&2; echo "no MUL_MAT run count for $t" >&2; exit 1; }
+    dispatches=$((runs + 1))
+    label="llama.cpp $t n=$n $shape"
+    ;;
+  *) sed -n '2,10p' "$0"; exit 2 ;;
+esac
+ir=$(jit_ir "$out/cg")
+PYTHONPATH=tools python3 - "$label" "$ir" "$dispatches" "$shape" "${KINDS:-0}" "$out" <<'PY'
+import collections, sys
+label, ir, dispatches, shape, kinds, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+n, k = (int(v) for v in shape.split("x"))
+weights = n * k * dispatches
+print(f"{label}: {ir / dispatches / 1e6:.1f} M shader instructions per dispatch ({dispatches} dispatches), "
+      f"{ir / weights:.2f} per weight")
+if kinds == "1":
+    from lavapipe_listing import callgrind_jit_costs, hottest_function, kind
+    costs = callgrind_jit_costs(f"{out}/cg")
+    # The listing went to stderr (ours) or with the output (the peer).
+    listing = f"{out}/log"
+    addrs = [a for a, c in costs.items() for _ in range(min(c, 1))]
+    f, base = hottest_function(listing, addrs)
+    by = collections.Counter()
+    for o, op, arg in f:
+        by[kind(op, arg)] += costs.get(base + o, 0)
+    total = sum(by.values())
+    print(f"  hottest function: {total / weights:.2f} per weight ({total / ir:.0%} of the shader instructions)")
+    for name, c in by.most_common():
+        print(f"  {name:<28} {c / weights:6.2f} per weight  {c / total:4.0%}")
+PY
