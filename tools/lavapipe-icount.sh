@@ -6,11 +6,11 @@
 # hardware counters for `perf stat`).
 #
 #   tools/lavapipe-icount.sh ours gguf_q4_k a8 1 [4096x14336]    # format, profile, J, shape
-#   PEER_BIN=... tools/lavapipe-icount.sh peer q4_K 1 [4096x14336]  # ggml type, n, shape
+#   PEER_BIN=... tools/lavapipe-icount.sh peer q4_K 1 [4096x14336]  # ggml type, n, a perf shape
 #   KINDS=1 tools/lavapipe-icount.sh ours ...                    # also by kind of instruction
 #
 # KINDS=1 also counts per instruction (callgrind --dump-instr=yes) and maps the counts onto
-# Mesa's listing of the hottest compiled function (GALLIVM_DEBUG=asm, shader cache off, so the
+# Mesa's listing of the compiled function that holds most of them (GALLIVM_DEBUG=asm, shader cache off, so the
 # shaders are compiled under valgrind: minutes), then prints the kernel's instructions per weight
 # by kind, as tools/lavapipe-profile.sh classifies them.
 #
@@ -21,15 +21,17 @@
 # runs test-backend-ops prints.
 #
 # Under valgrind the CPU reports AVX2 but not AVX-512, so LLVM emits AVX2 code for the same
-# 256-bit lanes: counts compare kernels with each other, not with the native instruction mix.
+# 256-bit lanes. Measured for the q4_K kernels, ours and llama.cpp's: the listings under valgrind
+# are about 5 % longer than the native ones, with the same bounds checks.
 #
 # test-backend-ops quantizes its random weights on the CPU first, which under valgrind takes
-# half an hour for an iq2 type at 4096x14336: a smaller M (512x14336) gives the same count per
-# weight in minutes (ours is within 1 % at both shapes, README).
+# half an hour for an i-quant (k-quants: minutes); its perf cases fix the shape at 4096x14336.
 # The peer: test-backend-ops sizes each perf graph to 100 GFLOP (852 matvecs at 4096x14336),
 # hours under valgrind. PEER_BIN is a test-backend-ops whose perf target is smaller: built from
 # the same source as ../shared/tools/llamacpp-peer.sh with `target_flops_gpu` lowered (README,
-# "Instructions per weight"); only the count of repeated nodes differs, not the kernels.
+# "Instructions per weight, counted"); only the count of repeated nodes differs, not the kernels.
+# Its ggml-cpu library must be one built without -march=native (valgrind stops at AVX-512
+# instructions): LD_LIBRARY_PATH to a -DGGML_NATIVE=OFF build of the ggml-cpu target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)
@@ -64,7 +66,8 @@ case "${1:-}" in
     GGML_VK_VISIBLE_DEVICES=0 "${cg[@]}" "$PEER_BIN" perf \
       -b Vulkan0 -o MUL_MAT -p "type_a=$t,type_b=f32,m=${shape%x*},n=$n,k=${shape#*x}," > "$out/log" 2>&1 ||
       { tail -5 "$out/log" >&2; exit 1; }
-    runs=$(grep -o '[0-9]* runs - ' "$out/log" | head -1 | awk '{print $1}')
+    # No line when the shape is not one of test-backend-ops' perf cases (4096x14336 is).
+    runs=$(grep -o '[0-9]* runs - ' "$out/log" | head -1 | awk '{print $1}' || true)
     [ -n "$runs" ] || { tail -5 "$out/log" >&2; echo "no MUL_MAT run count for $t" >&2; exit 1; }
     dispatches=$((runs + 1))
     label="llama.cpp $t n=$n $shape"
@@ -80,17 +83,17 @@ weights = n * k * dispatches
 print(f"{label}: {ir / dispatches / 1e6:.1f} M shader instructions per dispatch ({dispatches} dispatches), "
       f"{ir / weights:.2f} per weight")
 if kinds == "1":
-    from lavapipe_listing import callgrind_jit_costs, hottest_function, kind
+    from lavapipe_listing import callgrind_jit_costs, costliest_function, kind
     costs = callgrind_jit_costs(f"{out}/cg")
-    # The listing went to stderr (ours) or with the output (the peer).
-    listing = f"{out}/log"
-    addrs = [a for a, c in costs.items() for _ in range(min(c, 1))]
-    f, base = hottest_function(listing, addrs)
-    by = collections.Counter()
+    # Mesa's listing is in the log (ours: stderr; the peer: with its output).
+    f, base = costliest_function(f"{out}/log", costs)
+    by, ops = collections.Counter(), collections.Counter()
     for o, op, arg in f:
         by[kind(op, arg)] += costs.get(base + o, 0)
+        ops[op + (" (memory)" if "(" in arg else "")] += costs.get(base + o, 0)
     total = sum(by.values())
-    print(f"  hottest function: {total / weights:.2f} per weight ({total / ir:.0%} of the shader instructions)")
+    print(f"  the costliest compiled function: {total / weights:.2f} per weight ({total / ir:.0%} of the shader instructions)")
     for name, c in by.most_common():
         print(f"  {name:<28} {c / weights:6.2f} per weight  {c / total:4.0%}")
+    print("  top instructions per weight: " + ", ".join(f"{o} {c / weights:.2f}" for o, c in ops.most_common(12)))
 PY
