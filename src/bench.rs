@@ -11,6 +11,7 @@ use crate::native::block_on;
 use crate::tensor::{EncodedTensor, TensorDesc};
 use crate::testgen::{random_activation, random_words, Rng, Words};
 use serde::Serialize;
+use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
 /// Timing policy: a few warm-up runs, then runs until both counts and time are reached.
@@ -29,9 +30,9 @@ impl Default for Timing {
 }
 
 impl Timing {
-    /// One warm-up run and exactly `runs` timed ones (at least one), however long they take.
-    pub fn fixed(runs: usize) -> Self {
-        let runs = runs.max(1);
+    /// One warm-up run and exactly `runs` timed ones, however long they take.
+    pub fn fixed(runs: NonZeroUsize) -> Self {
+        let runs = runs.get();
         Timing { warmup: 1, min_runs: runs, min_time: Duration::ZERO, max_runs: runs }
     }
 }
@@ -177,7 +178,7 @@ mod tests {
     fn a_fixed_timing_runs_one_warm_up_and_exactly_the_runs_asked() {
         for runs in [1, 3] {
             let mut calls = 0;
-            median_time(Timing::fixed(runs), || {
+            median_time(Timing::fixed(NonZeroUsize::new(runs).unwrap()), || {
                 calls += 1;
                 Ok(())
             })

@@ -514,7 +514,9 @@ fn run_bench(
         bench::check_shape(n, k)?;
     }
     let gpu = open(args)?;
-    let timing = choice.runs.map_or_else(Timing::default, |n| Timing::fixed(usize::from(n)));
+    // `--runs` is 1 or more (its parser's range), so no count falls back to the default.
+    let fixed = choice.runs.and_then(|n| std::num::NonZeroUsize::new(usize::from(n)));
+    let timing = fixed.map_or_else(Timing::default, Timing::fixed);
     eprint!("measuring buffer-copy bandwidth…");
     let copy = bench::copy_bandwidth(&gpu, 256 << 20, timing)? / 1e9;
     eprintln!(" {copy:.2} GB/s");
