@@ -44,6 +44,28 @@ fn block_words4(b: u32) -> vec4<u32> {
     return (lo >> vec4<u32>(s)) | ((hi << vec4<u32>(1u)) << vec4<u32>(31u - s));
 }
 
+// The two u32 at bytes b..b + 8, as block_words4: two loads for blocks of whole words, else
+// three aligned loads funnel-shifted (where two unaligned u32 would take four).
+fn block_words2(b: u32) -> vec2<u32> {
+    let w = b >> 2u;
+    if BLOCK_BYTES % 4u == 0u {
+        return vec2<u32>(plane0[w], plane0[w + 1u]);
+    }
+    let s = (b & 3u) * 8u;
+    let lo = vec2<u32>(plane0[w], plane0[w + 1u]);
+    let hi = vec2<u32>(lo.y, plane0[w + 2u]);
+    return (lo >> vec2<u32>(s)) | ((hi << vec2<u32>(1u)) << vec2<u32>(31u - s));
+}
+
+// The u32 at byte b of a block: one load for blocks of whole words (every caller's b is then a
+// block's start + 4k), else p0_u32_at's two.
+fn block_u32_at(b: u32) -> u32 {
+    if BLOCK_BYTES % 4u == 0u {
+        return plane0[b >> 2u];
+    }
+    return p0_u32_at(b);
+}
+
 // A u16 at an even byte offset (every ggml field is): it never straddles a word, so one load.
 fn u16_at(b: u32) -> u32 {
     return (plane0[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu;
@@ -51,7 +73,7 @@ fn u16_at(b: u32) -> u32 {
 
 // The two binary16 values at an even offset b and b + 2 (d and dmin, say).
 fn f16_pair_at(b: u32) -> vec2<f32> {
-    return f16_pair_of(p0_u32_at(b));
+    return f16_pair_of(block_u32_at(b));
 }
 
 fn f16_pair_of(w: u32) -> vec2<f32> {
@@ -116,7 +138,7 @@ fn levels_q4_0(base: u32) -> Chunk {
 // q5_0: d, 32 high bits (u32 at byte 2), 16 bytes of nibbles; q = (nibble | high << 4) - 16.
 fn levels_q5_0(base: u32) -> Chunk {
     let n = legacy_nibbles(base + 6u);
-    let qh = vec4<u32>(p0_u32_at(base + 2u));
+    let qh = vec4<u32>(block_u32_at(base + 2u));
     var q: Chunk;
     for (var i = 0u; i < 8u; i++) {
         let lane = vec4<u32>(4u * i) + vec4<u32>(0u, 1u, 2u, 3u);
@@ -157,7 +179,7 @@ fn levels_q2_0(base: u32, c: u32) -> Chunk {
     let half = c % 2u;
     var q: Chunk;
     for (var j = 0u; j < 2u; j++) {
-        let w = vec4<u32>(p0_u32_at(base + 2u + 8u * half + 4u * j));
+        let w = vec4<u32>(block_u32_at(base + 2u + 8u * half + 4u * j));
         for (var t = 0u; t < 4u; t++) {
             let u = (w >> (vec4<u32>(0u, 2u, 4u, 6u) + vec4<u32>(8u * t))) & vec4<u32>(3u);
             q[4u * j + t] = vec4<f32>(vec4<i32>(u) - vec4<i32>(1));
@@ -330,9 +352,9 @@ fn affine_q6_k(base: u32, j: u32) -> vec4<f32> {
 // plus delta), and the chunk's map is its db (or dl) for lanes 0..15 and 16..31.
 //
 // iq3's 4-byte entries are one word each. The 8-byte entries of iq2_* and iq1_* take only three
-// byte values per grid, so each is stored as 16 bits, the 2-bit index of each value's level
-// (value v at bits 2v), two entries per word: a quarter of ggml's bytes, so every grid fits
-// workgroup memory, and one load per entry instead of two.
+// byte values per grid, so each is stored as the indices of its values' levels: iq2's as one
+// word of nibbles per entry, iq1's (twice as many entries) as 16 bits of 2-bit fields, two per
+// word, so that every grid fits workgroup memory; one load per entry instead of two.
 
 // Product kernels copy the grid to workgroup memory first (codec_prepare; GRID_IN_WORKGROUP,
 // generated): every chunk looks up eight entries, and a storage load is a bounds-checked load
@@ -346,13 +368,22 @@ fn grid_word(i: u32) -> u32 {
     return plane1[i];
 }
 
-// The four 2-bit fields of byte `b` (low first) as four bytes.
+const LEVEL_NIBBLES: u32 = 0x0f0f0f0fu;
+
+// The four 2-bit fields of byte `b` (low first) as four bytes: fields 0 and 2 move by 0 and 12
+// bits, 1 and 3 by 6 and 18, each pair in one multiply whose two copies do not overlap.
 fn spread_pairs(b: u32) -> u32 {
-    return (b & 3u) | ((b & 0xcu) << 6u) | ((b & 0x30u) << 12u) | ((b & 0xc0u) << 18u);
+    return (((b & 0x33u) * 0x1001u) & 0x00030003u) | (((b & 0xccu) * 0x40040u) & 0x03000300u);
 }
 
-// The level indices (0, 1, 2) of packed entry `e`, one per byte: values 0..3, then 4..7.
+// The level indices (0, 1, 2) of packed entry `e`, one per byte: values 0..3, then 4..7. Stored
+// one entry per word in nibbles where the grid fits so (GRID_NIBBLES, generated: iq2's), else
+// two per word in 2-bit fields (src/gpu/kernels.rs, EntryBits).
 fn grid_level_indices(e: u32) -> vec2<u32> {
+    if GRID_NIBBLES {
+        let w = grid_word(e);
+        return vec2<u32>(w & LEVEL_NIBBLES, (w >> 4u) & LEVEL_NIBBLES);
+    }
     let h = grid_word(e >> 1u) >> (16u * (e & 1u));
     return vec2<u32>(spread_pairs(h & 0xffu), spread_pairs((h >> 8u) & 0xffu));
 }
@@ -365,8 +396,11 @@ fn grid_iq2(e: u32) -> vec2<u32> {
 }
 
 // ksigns_iq2xs[i]: the 7 sign bits of i plus a parity bit that makes the count of negatives even.
+// The parity of i is that of the nibble n = i ^ (i >> 4), bit n of 0x6996; 0x34cb00 is 0x6996 << 7,
+// so shifting it by n puts that bit at bit 7 (a CPU driver without a vector popcount expands
+// countOneBits into a dozen operations).
 fn ksigns(i: u32) -> u32 {
-    return i | ((countOneBits(i) & 1u) << 7u);
+    return i | ((0x34cb00u >> ((i ^ (i >> 4u)) & 15u)) & 0x80u);
 }
 
 fn signs4(bits: u32, first: u32) -> vec4<f32> {
@@ -400,8 +434,8 @@ fn iq1_m_d(sc: vec2<u32>) -> f32 {
 fn levels_iq2_xxs(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
     // Each block word is loaded once: compilers may not merge repeated storage loads.
-    let indices = p0_u32_at(base + 2u + 8u * ib);
-    let signs = p0_u32_at(base + 6u + 8u * ib);
+    let indices = block_u32_at(base + 2u + 8u * ib);
+    let signs = block_u32_at(base + 6u + 8u * ib);
     for (var l = 0u; l < 4u; l++) {
         let idx = (indices >> (8u * l)) & 255u;
         let sg = ksigns((signs >> (7u * l)) & 127u);
@@ -413,13 +447,18 @@ fn levels_iq2_xxs(base: u32, ib: u32) -> Chunk {
 }
 
 fn affine_iq2_xxs(base: u32, ib: u32) -> vec4<f32> {
-    return scale_only(f16_at(base) * (0.5 + f32(p0_u32_at(base + 2u + 8u * ib + 4u) >> 28u)) * 0.25);
+    return scale_iq2_xxs(f16_at(base), block_u32_at(base + 2u + 8u * ib + 4u));
+}
+
+// d and the sub-block's sign word, whose top nibble is the scale.
+fn scale_iq2_xxs(d: f32, sg: u32) -> vec4<f32> {
+    return scale_only(d * (0.5 + f32(sg >> 28u)) * 0.25);
 }
 
 // iq2_xs: d, qs[32] u16 (9-bit grid index, 7 sign bits), scales[8] (two nibbles).
 fn levels_iq2_xs(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
-    let w = vec2<u32>(p0_u32_at(base + 2u + 8u * ib), p0_u32_at(base + 6u + 8u * ib));
+    let w = vec2<u32>(block_u32_at(base + 2u + 8u * ib), block_u32_at(base + 6u + 8u * ib));
     for (var l = 0u; l < 4u; l++) {
         let v = (select(w.x, w.y, l >= 2u) >> (16u * (l % 2u))) & 0xffffu;
         let idx = v & 511u;
@@ -433,8 +472,10 @@ fn levels_iq2_xs(base: u32, ib: u32) -> Chunk {
 
 // iq2_xs and iq2_s: db = d * (0.5 + nibble) * 0.25 per 16 lanes, from the scale byte at `at`.
 fn affine_nibble_scales(base: u32, at: u32) -> vec4<f32> {
-    let sc = p0_u8_at(at);
-    let d = f16_at(base);
+    return nibble_scales(f16_at(base), p0_u8_at(at));
+}
+
+fn nibble_scales(d: f32, sc: u32) -> vec4<f32> {
     return vec4<f32>(d * (0.5 + f32(sc & 15u)) * 0.25, 0.0, d * (0.5 + f32(sc >> 4u)) * 0.25, 0.0);
 }
 
@@ -445,8 +486,8 @@ fn affine_iq2_xs(base: u32, ib: u32) -> vec4<f32> {
 // iq2_s: d, qs[32] (low 8 index bits), signs[32], qh[8] (2 index bits per group), scales[8].
 fn levels_iq2_s(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
-    let qs = p0_u32_at(base + 2u + 4u * ib);
-    let signs = p0_u32_at(base + 34u + 4u * ib);
+    let qs = block_u32_at(base + 2u + 4u * ib);
+    let signs = block_u32_at(base + 34u + 4u * ib);
     let qh = p0_u8_at(base + 66u + ib);
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | ((qh << (8u - 2u * l)) & 0x300u);
@@ -465,9 +506,9 @@ fn affine_iq2_s(base: u32, ib: u32) -> vec4<f32> {
 // iq3_xxs: d, qs[64] (8-bit grid indices), then per sub-block a u32 of 4 x 7 sign bits and a scale.
 fn levels_iq3_xxs(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
-    let signs = p0_u32_at(base + 66u + 4u * ib);
-    let lo = p0_u32_at(base + 2u + 8u * ib);
-    let hi = p0_u32_at(base + 6u + 8u * ib);
+    let signs = block_u32_at(base + 66u + 4u * ib);
+    let lo = block_u32_at(base + 2u + 8u * ib);
+    let hi = block_u32_at(base + 6u + 8u * ib);
     for (var l = 0u; l < 4u; l++) {
         let sg = ksigns((signs >> (7u * l)) & 127u);
         let idx = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
@@ -478,16 +519,21 @@ fn levels_iq3_xxs(base: u32, ib: u32) -> Chunk {
 }
 
 fn affine_iq3_xxs(base: u32, ib: u32) -> vec4<f32> {
-    return scale_only(f16_at(base) * (0.5 + f32(p0_u32_at(base + 66u + 4u * ib) >> 28u)) * 0.5);
+    return scale_iq3_xxs(f16_at(base), block_u32_at(base + 66u + 4u * ib));
+}
+
+// d and the sub-block's sign word, whose top nibble is the scale.
+fn scale_iq3_xxs(d: f32, sg: u32) -> vec4<f32> {
+    return scale_only(d * (0.5 + f32(sg >> 28u)) * 0.5);
 }
 
 // iq3_s: d, qs[64], qh[8] (ninth index bits), signs[32], scales[4] (two nibbles).
 fn levels_iq3_s(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
     let qh = p0_u8_at(base + 66u + ib);
-    let lo = p0_u32_at(base + 2u + 8u * ib);
-    let hi = p0_u32_at(base + 6u + 8u * ib);
-    let signs = p0_u32_at(base + 74u + 4u * ib);
+    let lo = block_u32_at(base + 2u + 8u * ib);
+    let hi = block_u32_at(base + 6u + 8u * ib);
+    let signs = block_u32_at(base + 74u + 4u * ib);
     for (var l = 0u; l < 4u; l++) {
         let pair = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
         let i1 = (pair & 255u) | ((qh << (8u - 2u * l)) & 256u);
@@ -501,7 +547,12 @@ fn levels_iq3_s(base: u32, ib: u32) -> Chunk {
 
 fn affine_iq3_s(base: u32, ib: u32) -> vec4<f32> {
     let sc = (p0_u8_at(base + 106u + ib / 2u) >> (4u * (ib % 2u))) & 15u;
-    return scale_only(f16_at(base) * f32(1u + 2u * sc));
+    return scale_iq3_s(f16_at(base), sc);
+}
+
+// d and the sub-block's 4-bit scale.
+fn scale_iq3_s(d: f32, sc: u32) -> vec4<f32> {
+    return scale_only(d * f32(1u + 2u * sc));
 }
 
 // iq1_s: d, qs[32] (low 8 index bits), qh[8] u16 (3 index bits per group, 3-bit scale, delta sign).
@@ -509,7 +560,7 @@ fn levels_iq1_s(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
     let qh = u16_at(base + 34u + 2u * ib);
     let delta = select(0.125, -0.125, (qh & 0x8000u) != 0u);
-    let qs = p0_u32_at(base + 2u + 4u * ib);
+    let qs = block_u32_at(base + 2u + 4u * ib);
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | (((qh >> (3u * l)) & 7u) << 8u);
         let g = grid_level_indices(idx);
@@ -520,15 +571,19 @@ fn levels_iq1_s(base: u32, ib: u32) -> Chunk {
 }
 
 fn affine_iq1_s(base: u32, ib: u32) -> vec4<f32> {
-    let qh = u16_at(base + 34u + 2u * ib);
-    return scale_only(f16_at(base) * f32(2u * ((qh >> 12u) & 7u) + 1u));
+    return scale_iq1_s(f16_at(base), u16_at(base + 34u + 2u * ib));
+}
+
+// d and the sub-block's u16 qh, whose bits 12..14 are the scale.
+fn scale_iq1_s(d: f32, qh: u32) -> vec4<f32> {
+    return scale_only(d * f32(2u * ((qh >> 12u) & 7u) + 1u));
 }
 
 // iq1_m: qs[32], qh[16] (per group: 3 index bits and the delta sign), scales[8] (3-bit scales and
 // the spread binary16 super-scale).
 fn levels_iq1_m(base: u32, ib: u32) -> Chunk {
     var q: Chunk;
-    let qs = p0_u32_at(base + 4u * ib);
+    let qs = block_u32_at(base + 4u * ib);
     let qh = u16_at(base + 32u + 2u * ib);
     for (var l = 0u; l < 4u; l++) {
         let h = qh >> (4u * l);
@@ -542,7 +597,11 @@ fn levels_iq1_m(base: u32, ib: u32) -> Chunk {
 }
 
 fn affine_iq1_m(base: u32, ib: u32) -> vec4<f32> {
-    let sc = vec2<u32>(p0_u32_at(base + 48u), p0_u32_at(base + 52u));
+    return scale_iq1_m(vec2<u32>(block_u32_at(base + 48u), block_u32_at(base + 52u)), ib);
+}
+
+// The 8 scale bytes as two words (they hold the super-scale too), for sub-block ib.
+fn scale_iq1_m(sc: vec2<u32>, ib: u32) -> vec4<f32> {
     let s = (select(sc.x, sc.y, ib >= 4u) >> (16u * ((ib / 2u) % 2u))) & 0xffffu;
     let d = iq1_m_d(sc);
     let shift = 6u * (ib % 2u);
@@ -563,7 +622,7 @@ fn levels_iq4_xs(base: u32, ib: u32) -> Chunk {
 // 6-bit scales minus 32: dl = d * ls.
 fn affine_iq4_xs(base: u32, ib: u32) -> vec4<f32> {
     // d and scales_h share the first word.
-    let first = p0_u32_at(base);
+    let first = block_u32_at(base);
     let low = (p0_u8_at(base + 4u + ib / 2u) >> (4u * (ib % 2u))) & 15u;
     let ls = i32(low | (((first >> (16u + 2u * ib)) & 3u) << 4u)) - 32;
     return scale_only(f16_bits_to_f32(first & 0xffffu) * f32(ls));

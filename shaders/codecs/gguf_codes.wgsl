@@ -1,8 +1,10 @@
 // gguf_blocks_v1 as the A8 profile reads it: each chunk's weights as 32 int8 codes packed four
 // per u32 (values 0..15 in Codes[0], 16..31 in Codes[1], lowest byte first) and the affine map
 // `w = a · code - b` per 16-value half, in the same (a0, b0, a1, b1) order as chunk_affine.
-// Included after codecs/gguf_blocks.wgsl, whose loaders and A32 maps it reuses; one
-// `codes_<type>` per ggml type, dispatched on the same IS_* flags.
+// Included after codecs/gguf_blocks.wgsl, whose loaders and A32 maps it reuses. Each ggml type
+// has one decoder, dispatched on the same IS_* flags: `codes_<type>` for a chunk alone
+// (chunk_codes: the 32- and 64-value blocks, and iq4_xs), or `pair_<type>` for two sub-blocks of
+// a 256-value block that share words (chunk_pair8: the k-quants and the grid i-quants).
 //
 // Codes are whole words of the block masked and shifted in place wherever the stored bits allow
 // (four weights per operation): a level with an offset (q4_0's nibble - 8, q3_K's, q6_K's - 32)
@@ -20,9 +22,10 @@ fn words4(b: u32) -> vec4<u32> {
     return block_words4(b);
 }
 
-// Bits 0..3 of `b` to the lowest bit of bytes 0..3.
+// Bits 0..3 of `b` to the lowest bit of bytes 0..3: the multiply's four copies of the nibble (at
+// bits 0, 7, 14 and 21) do not overlap, so nothing carries, and bit k of copy k is bit 8k.
 fn spread4(b: u32) -> u32 {
-    return (b & 1u) | ((b & 2u) << 7u) | ((b & 4u) << 14u) | ((b & 8u) << 21u);
+    return ((b & 15u) * 0x00204081u) & 0x01010101u;
 }
 
 fn spread16(b: u32) -> vec4<u32> {
@@ -33,8 +36,8 @@ fn spread16(b: u32) -> vec4<u32> {
 // carries into the next byte only for g = 0 — and no grid byte is 0: iq2's are its three levels
 // (grid_iq2), iq3's stored words (src/gpu/kernels.rs tests both).
 fn negate_where(g: u32, bits: u32) -> u32 {
-    let m = spread4(bits) * 0xffu;
-    return (g ^ m) + (m & 0x01010101u);
+    let ones = spread4(bits);
+    return (g ^ (ones * 0xffu)) + ones;
 }
 
 // 8·g ± 1 per value g ∈ {-1, 0, 1} of an iq1 entry, from its level indices i = g + 1: on
@@ -75,7 +78,7 @@ fn legacy_nibble_codes(qs: u32) -> Codes {
 
 fn codes_q5_0(base: u32) -> Codes {
     let n = legacy_nibble_codes(base + 6u);
-    let qh = p0_u32_at(base + 2u);
+    let qh = block_u32_at(base + 2u);
     return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
 }
 
@@ -88,7 +91,7 @@ fn codes_iq4_nl(base: u32) -> Codes {
 fn codes_q2_0(base: u32, c: u32) -> Codes {
     var q: Codes;
     for (var j = 0u; j < 2u; j++) {
-        let w = p0_u32_at(base + 2u + 8u * (c % 2u) + 4u * j);
+        let w = block_u32_at(base + 2u + 8u * (c % 2u) + 4u * j);
         q[j] = vec4<u32>(spread_pairs(w & 255u), spread_pairs((w >> 8u) & 255u), spread_pairs((w >> 16u) & 255u), spread_pairs(w >> 24u));
     }
     return q;
@@ -96,46 +99,8 @@ fn codes_q2_0(base: u32, c: u32) -> Codes {
 
 // ---- k-quants ----------------------------------------------------------------------------------
 
-// q2_K/q3_K sub-block j = 4h + s: bits 2s..2s+1 of each code byte of half h.
-fn two_bit_codes(qs: u32, j: u32) -> Codes {
-    let at = qs + 32u * (j / 4u);
-    let s = vec4<u32>(2u * (j % 4u));
-    return Codes((words4(at) >> s) & LOW_PAIRS, (words4(at + 16u) >> s) & LOW_PAIRS);
-}
-
-// q3_K: low2 + 4 · (hmask bit j); the level is that minus 4.
-fn codes_q3_k(base: u32, j: u32) -> Codes {
-    let low = two_bit_codes(base + 32u, j);
-    let s = vec4<u32>(j);
-    return Codes(low[0] | (((words4(base) >> s) & LOW_BITS) << vec4<u32>(2u)),
-                 low[1] | (((words4(base + 16u) >> s) & LOW_BITS) << vec4<u32>(2u)));
-}
-
-// q4_K/q5_K sub-block j: nibble j % 2 of the 32 bytes of pair j / 2.
-fn paired_nibble_codes(qs: u32, j: u32) -> Codes {
-    let at = qs + 32u * (j / 2u);
-    let s = vec4<u32>(4u * (j % 2u));
-    return Codes((words4(at) >> s) & LOW_NIBBLES, (words4(at + 16u) >> s) & LOW_NIBBLES);
-}
-
-fn codes_q5_k(base: u32, j: u32) -> Codes {
-    let n = paired_nibble_codes(base + 48u, j);
-    let s = vec4<u32>(j);
-    return Codes(n[0] | (((words4(base + 16u) >> s) & LOW_BITS) << vec4<u32>(4u)),
-                 n[1] | (((words4(base + 32u) >> s) & LOW_BITS) << vec4<u32>(4u)));
-}
-
-// q6_K sub-block j = 4n + t: low | high << 4, unsigned; the level is that minus 32.
-fn codes_q6_k(base: u32, j: u32) -> Codes {
-    let n = j / 4u;
-    let t = j % 4u;
-    let ql = base + 64u * n + select(0u, 32u, (t & 1u) == 1u);
-    let qh = base + 128u + 32u * n;
-    let sl = vec4<u32>(select(0u, 4u, t >= 2u));
-    let sh = vec4<u32>(2u * t);
-    return Codes(((words4(ql) >> sl) & LOW_NIBBLES) | (((words4(qh) >> sh) & LOW_PAIRS) << vec4<u32>(4u)),
-                 ((words4(ql + 16u) >> sl) & LOW_NIBBLES) | (((words4(qh + 16u) >> sh) & LOW_PAIRS) << vec4<u32>(4u)));
-}
+// Decoded a pair of sub-blocks at a time (pair_q4_k and the rest, below): their sub-blocks share
+// code words.
 
 // ---- i-quants: per group l of 8 values, its grid entry's two words with their signs ----------
 
@@ -153,9 +118,11 @@ fn from_groups(g0: vec2<u32>, g1: vec2<u32>, g2: vec2<u32>, g3: vec2<u32>) -> Co
     return Codes(vec4<u32>(g0, g1), vec4<u32>(g2, g3));
 }
 
-fn codes_iq2_xxs(base: u32, ib: u32) -> Codes {
-    let idx = p0_u32_at(base + 2u + 8u * ib);
-    let sg = p0_u32_at(base + 2u + 8u * ib + 4u);
+// Each i-quant's sub-block decoder takes the block words it reads, already loaded: a pair of
+// sub-blocks (pair_<type> below) loads its words once for both.
+
+// iq2_xxs: four grid indices (the bytes of idx), 4 x 7 sign bits (sg; its top nibble is the scale).
+fn iq2_xxs_codes(idx: u32, sg: u32) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
         g[l] = grid64_pair((idx >> (8u * l)) & 255u, ksigns((sg >> (7u * l)) & 127u));
@@ -163,19 +130,19 @@ fn codes_iq2_xxs(base: u32, ib: u32) -> Codes {
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
-fn codes_iq2_xs(base: u32, ib: u32) -> Codes {
+// iq2_xs: four u16 (9-bit grid index, 7 sign bits), two per word.
+fn iq2_xs_codes(w: vec2<u32>) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
-        let v = u16_at(base + 2u + 2u * (4u * ib + l));
-        g[l] = grid64_pair(v & 511u, ksigns(v >> 9u));
+        let v = w[l / 2u] >> (16u * (l % 2u));
+        g[l] = grid64_pair(v & 511u, ksigns((v >> 9u) & 127u));
     }
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
-fn codes_iq2_s(base: u32, ib: u32) -> Codes {
-    let qs = p0_u32_at(base + 2u + 4u * ib);
-    let sg = p0_u32_at(base + 34u + 4u * ib);
-    let qh = p0_u8_at(base + 66u + ib);
+// iq2_s: the low 8 bits of four grid indices (qs), their 8 sign bits each (sg), and the qh byte
+// holding the indices' top two bits.
+fn iq2_s_codes(qs: u32, sg: u32, qh: u32) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
         let idx = ((qs >> (8u * l)) & 255u) | ((qh << (8u - 2u * l)) & 0x300u);
@@ -184,10 +151,8 @@ fn codes_iq2_s(base: u32, ib: u32) -> Codes {
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
-fn codes_iq3_xxs(base: u32, ib: u32) -> Codes {
-    let sg = p0_u32_at(base + 66u + 4u * ib);
-    let lo = p0_u32_at(base + 2u + 8u * ib);
-    let hi = p0_u32_at(base + 6u + 8u * ib);
+// iq3_xxs: eight 8-bit grid indices (lo, hi) and 4 x 7 sign bits (sg).
+fn iq3_xxs_codes(lo: u32, hi: u32, sg: u32) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
         let idx = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
@@ -196,11 +161,9 @@ fn codes_iq3_xxs(base: u32, ib: u32) -> Codes {
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
-fn codes_iq3_s(base: u32, ib: u32) -> Codes {
-    let qh = p0_u8_at(base + 66u + ib);
-    let lo = p0_u32_at(base + 2u + 8u * ib);
-    let hi = p0_u32_at(base + 6u + 8u * ib);
-    let sg = p0_u32_at(base + 74u + 4u * ib);
+// iq3_s: the low 8 bits of eight grid indices (lo, hi), the qh byte of their ninth bits, and
+// 4 x 8 sign bits (sg).
+fn iq3_s_codes(lo: u32, hi: u32, qh: u32, sg: u32) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
         let pair = select(lo, hi, l >= 2u) >> (16u * (l % 2u));
@@ -216,9 +179,9 @@ fn ternary_pair(idx: u32, plus: bool) -> vec2<u32> {
     return vec2<u32>(ternary_codes(i.x, plus), ternary_codes(i.y, plus));
 }
 
-fn codes_iq1_s(base: u32, ib: u32) -> Codes {
-    let qh = u16_at(base + 34u + 2u * ib);
-    let qs = p0_u32_at(base + 2u + 4u * ib);
+// iq1_s: the low 8 bits of four grid indices (qs) and the u16 qh (3 more bits each, the scale,
+// the delta's sign).
+fn iq1_s_codes(qs: u32, qh: u32) -> Codes {
     let plus = (qh & 0x8000u) == 0u;
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
@@ -227,9 +190,9 @@ fn codes_iq1_s(base: u32, ib: u32) -> Codes {
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
-fn codes_iq1_m(base: u32, ib: u32) -> Codes {
-    let qs = p0_u32_at(base + 4u * ib);
-    let qh = u16_at(base + 32u + 2u * ib);
+// iq1_m: the low 8 bits of four grid indices (qs) and the u16 qh (per group 3 more bits and the
+// delta's sign).
+fn iq1_m_codes(qs: u32, qh: u32) -> Codes {
     var g: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l++) {
         let h = qh >> (4u * l);
@@ -296,7 +259,7 @@ fn pair_q2_k(base: u32, j: u32) -> Pair8 {
     let c = two_bit_pair(base + 16u, j);
     let dm = f16_pair_at(base + 80u);
     // Scales is..is + 3 (is = two_bit_scale_index(j), a multiple of 4): one word.
-    let sc = p0_u32_at(base + two_bit_scale_index(j));
+    let sc = block_u32_at(base + two_bit_scale_index(j));
     let s = vec4<u32>(sc & 255u, (sc >> 8u) & 255u, (sc >> 16u) & 255u, sc >> 24u);
     let lo = vec4<f32>(s & vec4<u32>(15u));
     let hi = vec4<f32>(s >> vec4<u32>(4u));
@@ -315,8 +278,8 @@ fn pair_q3_k(base: u32, j: u32) -> Pair8 {
     let b = Codes(low[1][0] | (((m0 >> sb) & LOW_BITS) << two), low[1][1] | (((m1 >> sb) & LOW_BITS) << two));
     // Scales is..is + 3 (a multiple of 4): low bits from one word, high bits from bytes 8..11.
     let is = two_bit_scale_index(j);
-    let lows = p0_u32_at(base + 96u + is % 8u);
-    let highs = p0_u32_at(base + 104u);
+    let lows = block_u32_at(base + 96u + is % 8u);
+    let highs = block_u32_at(base + 104u);
     let k = vec4<u32>(0u, 8u, 16u, 24u);
     let l = select((vec4<u32>(lows) >> (k + vec4<u32>(4u))) & vec4<u32>(15u), (vec4<u32>(lows) >> k) & vec4<u32>(15u), is < 8u);
     let h = (vec4<u32>(highs) >> (k + vec4<u32>(2u * (is / 4u)))) & vec4<u32>(3u);
@@ -340,13 +303,80 @@ fn pair_q6_k(base: u32, j: u32) -> Pair8 {
     let b = Codes(((words4(ql + 32u) >> sl) & LOW_NIBBLES) | (((qh0 >> shb) & LOW_PAIRS) << four),
                   ((words4(ql + 48u) >> sl) & LOW_NIBBLES) | (((qh1 >> shb) & LOW_PAIRS) << four));
     // The four int8 scales of the pair: one word.
-    let sc = bitcast<vec4<i32>>(vec4<u32>(p0_u32_at(base + 192u + 8u * n + 2u * t)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+    let sc = bitcast<vec4<i32>>(vec4<u32>(block_u32_at(base + 192u + 8u * n + 2u * t)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
     let s = f16_at(base + 208u) * vec4<f32>(sc);
     return Pair8(a, b, vec4<f32>(s.x, 32.0 * s.x, s.y, 32.0 * s.y), vec4<f32>(s.z, 32.0 * s.z, s.w, 32.0 * s.w));
 }
 
+// i-quant sub-blocks j and j + 1 (j even): their index and sign bytes lie side by side, so a pair
+// loads them as one window (16 bytes at a 2-byte offset: five aligned words) and d once, where
+// two single sub-blocks took 12 to 16 loads (iq2_xs: 7 instead of 12). Every load with a
+// per-invocation address is a per-lane loop of about 15 instructions on lavapipe (README,
+// "Instructions per weight, counted"), most of an i-quant's count.
+
+fn pair_iq2_xxs(base: u32, j: u32) -> Pair8 {
+    let w = block_words4(base + 2u + 8u * j);
+    let d = f16_at(base);
+    return Pair8(iq2_xxs_codes(w.x, w.y), iq2_xxs_codes(w.z, w.w), scale_iq2_xxs(d, w.y), scale_iq2_xxs(d, w.w));
+}
+
+fn pair_iq2_xs(base: u32, j: u32) -> Pair8 {
+    let w = block_words4(base + 2u + 8u * j);
+    // The two sub-blocks' scale bytes: one u16 (j is even).
+    let sc = u16_at(base + 66u + j);
+    let d = f16_at(base);
+    return Pair8(iq2_xs_codes(w.xy), iq2_xs_codes(w.zw), nibble_scales(d, sc & 255u), nibble_scales(d, sc >> 8u));
+}
+
+fn pair_iq2_s(base: u32, j: u32) -> Pair8 {
+    let qs = block_words2(base + 2u + 4u * j);
+    let sg = block_words2(base + 34u + 4u * j);
+    let qh = u16_at(base + 66u + j);
+    let sc = u16_at(base + 74u + j);
+    let d = f16_at(base);
+    return Pair8(iq2_s_codes(qs.x, sg.x, qh & 255u), iq2_s_codes(qs.y, sg.y, qh >> 8u),
+                 nibble_scales(d, sc & 255u), nibble_scales(d, sc >> 8u));
+}
+
+fn pair_iq3_xxs(base: u32, j: u32) -> Pair8 {
+    let w = block_words4(base + 2u + 8u * j);
+    let sg = block_words2(base + 66u + 4u * j);
+    let d = f16_at(base);
+    return Pair8(iq3_xxs_codes(w.x, w.y, sg.x), iq3_xxs_codes(w.z, w.w, sg.y), scale_iq3_xxs(d, sg.x), scale_iq3_xxs(d, sg.y));
+}
+
+fn pair_iq3_s(base: u32, j: u32) -> Pair8 {
+    let w = block_words4(base + 2u + 8u * j);
+    let qh = u16_at(base + 66u + j);
+    let sg = block_words2(base + 74u + 4u * j);
+    // Sub-block j's scale is the low nibble (j is even), j + 1's the high one.
+    let sc = p0_u8_at(base + 106u + j / 2u);
+    let d = f16_at(base);
+    return Pair8(iq3_s_codes(w.x, w.y, qh & 255u, sg.x), iq3_s_codes(w.z, w.w, qh >> 8u, sg.y),
+                 scale_iq3_s(d, sc & 15u), scale_iq3_s(d, sc >> 4u));
+}
+
+// iq1's codes are 8 g ± 1 (gguf_codes' header): the map carries the 1/8.
+fn pair_iq1_s(base: u32, j: u32) -> Pair8 {
+    let qs = block_words2(base + 2u + 4u * j);
+    // The two sub-blocks' u16 qh.
+    let qh = block_u32_at(base + 34u + 2u * j);
+    let d = f16_at(base);
+    let qa = qh & 0xffffu;
+    let qb = qh >> 16u;
+    return Pair8(iq1_s_codes(qs.x, qa), iq1_s_codes(qs.y, qb), scale_iq1_s(d, qa) * 0.125, scale_iq1_s(d, qb) * 0.125);
+}
+
+fn pair_iq1_m(base: u32, j: u32) -> Pair8 {
+    let qs = block_words2(base + 4u * j);
+    let qh = block_u32_at(base + 32u + 2u * j);
+    let sc = block_words2(base + 48u);
+    return Pair8(iq1_m_codes(qs.x, qh & 0xffffu), iq1_m_codes(qs.y, qh >> 16u),
+                 scale_iq1_m(sc, j) * 0.125, scale_iq1_m(sc, j + 1u) * 0.125);
+}
+
 // Chunks c and c + 1 (c even, BLOCK_VALUES >= 64): the shared-word decoders above, or the
-// single-chunk ones twice for types whose sub-blocks share no code words.
+// single-chunk ones twice for types whose sub-blocks share no code words (iq4_xs).
 fn chunk_pair8(row: u32, c: u32) -> Pair8 {
     let base = block_base(row, c);
     let j = c % 8u;
@@ -355,6 +385,13 @@ fn chunk_pair8(row: u32, c: u32) -> Pair8 {
     if IS_Q2_K { return pair_q2_k(base, j); }
     if IS_Q3_K { return pair_q3_k(base, j); }
     if IS_Q6_K { return pair_q6_k(base, j); }
+    if IS_IQ2_XXS { return pair_iq2_xxs(base, j); }
+    if IS_IQ2_XS { return pair_iq2_xs(base, j); }
+    if IS_IQ2_S { return pair_iq2_s(base, j); }
+    if IS_IQ3_XXS { return pair_iq3_xxs(base, j); }
+    if IS_IQ3_S { return pair_iq3_s(base, j); }
+    if IS_IQ1_S { return pair_iq1_s(base, j); }
+    if IS_IQ1_M { return pair_iq1_m(base, j); }
     return Pair8(chunk_codes(row, c), chunk_codes(row, c + 1u), chunk_affine8(row, c), chunk_affine8(row, c + 1u));
 }
 
@@ -373,23 +410,12 @@ fn chunk_codes(row: u32, c: u32) -> Codes {
     if IS_Q5_0 { return codes_q5_0(base); }
     if IS_IQ4_NL { return codes_iq4_nl(base); }
     if IS_Q2_0 { return codes_q2_0(base, c); }
-    if IS_Q2_K { return two_bit_codes(base + 16u, j); }
-    if IS_Q3_K { return codes_q3_k(base, j); }
-    if IS_Q4_K { return paired_nibble_codes(base + 16u, j); }
-    if IS_Q5_K { return codes_q5_k(base, j); }
-    if IS_Q6_K { return codes_q6_k(base, j); }
-    if IS_IQ2_XXS { return codes_iq2_xxs(base, j); }
-    if IS_IQ2_XS { return codes_iq2_xs(base, j); }
-    if IS_IQ2_S { return codes_iq2_s(base, j); }
-    if IS_IQ3_XXS { return codes_iq3_xxs(base, j); }
-    if IS_IQ3_S { return codes_iq3_s(base, j); }
-    if IS_IQ1_S { return codes_iq1_s(base, j); }
-    if IS_IQ1_M { return codes_iq1_m(base, j); }
     if IS_IQ4_XS { return codes_iq4_xs(base, j); }
     return nan_codes();
 }
 
-// The A32 map where the codes are the A32 levels; the offset or the 1/8 where they differ.
+// The map of a chunk alone (chunk_codes' types): the A32 map where the codes are the A32 levels,
+// with the offset where they differ.
 fn chunk_affine8(row: u32, c: u32) -> vec4<f32> {
     let base = block_base(row, c);
     let j = c % 8u;
@@ -397,17 +423,6 @@ fn chunk_affine8(row: u32, c: u32) -> vec4<f32> {
     if IS_Q4_0 { return with_offsets(scale_only(f16_at(base)), 8.0); }
     if IS_Q5_0 { return with_offsets(scale_only(f16_at(base)), 16.0); }
     if IS_Q2_0 { return with_offsets(scale_only(f16_at(base)), 1.0); }
-    if IS_Q2_K { return affine_q2_k(base, j); }
-    if IS_Q3_K { return with_offsets(affine_q3_k(base, j), 4.0); }
-    if IS_Q4_K || IS_Q5_K { return affine_q4_k(base, j); }
-    if IS_Q6_K { return with_offsets(affine_q6_k(base, j), 32.0); }
-    if IS_IQ2_XXS { return affine_iq2_xxs(base, j); }
-    if IS_IQ2_XS { return affine_iq2_xs(base, j); }
-    if IS_IQ2_S { return affine_iq2_s(base, j); }
-    if IS_IQ3_XXS { return affine_iq3_xxs(base, j); }
-    if IS_IQ3_S { return affine_iq3_s(base, j); }
-    if IS_IQ1_S { return affine_iq1_s(base, j) * 0.125; }
-    if IS_IQ1_M { return affine_iq1_m(base, j) * 0.125; }
     if IS_IQ4_XS { return affine_iq4_xs(base, j); }
     return vec4<f32>(poison_f32());
 }

@@ -129,7 +129,7 @@ pub fn matmul_rows(format: Format) -> usize {
 
 /// The largest i-quant grid (u32 words) a product kernel copies to workgroup memory: 6 KiB, so
 /// with the reduction's 10 KiB it stays within WebGPU's default 16 KiB. Every grid fits since the
-/// 8-byte entries are packed (`gguf_grid`; iq1's, the largest, is 1024 words).
+/// 8-byte entries are packed (`gguf_grid`; iq2_s's and iq1's, the largest, are 1024 words).
 pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
 /// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).
@@ -401,25 +401,45 @@ impl KernelKey {
 const IQ2_GRID_LEVELS: [u8; 3] = [0x08, 0x19, 0x2b];
 const IQ1_GRID_LEVELS: [u8; 3] = [0xff, 0x00, 0x01];
 
-/// ggml's 8-byte grid entries packed as codecs/gguf_blocks.wgsl reads them: per entry 16 bits,
-/// value v's level index at bits 2v, entry e in half e % 2 of word e / 2. A byte outside
-/// `levels` would pack as index 3, which no decoder maps back: `packed_grids_are_lossless` proves
-/// every table is inside its levels.
-fn pack_grid(grid: &[u64], levels: [u8; 3]) -> Vec<u32> {
+/// How an 8-byte grid entry is stored over its levels' indices (codecs/gguf_blocks.wgsl,
+/// grid_level_indices; generated as GRID_NIBBLES).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntryBits {
+    /// One word per entry, value v's index in the nibble at bit 8 (v % 4) + 4 (v / 4): the
+    /// indices of values 0..3 and 4..7 are then the word masked, one operation each. For the
+    /// iq2 grids, which fit workgroup memory so (iq2_s: 1024 words).
+    Nibbles,
+    /// 16 bits per entry, value v's index at bits 2v, entry e in half e % 2 of word e / 2: a
+    /// quarter of ggml's bytes, which every grid needs to fit (iq1s_grid: 2048 entries).
+    Pairs,
+}
+
+/// ggml's 8-byte grid entries stored as codecs/gguf_blocks.wgsl reads them (`EntryBits`). A byte
+/// outside `levels` would store as index 3, which no decoder maps back: `packed_grids_are_lossless`
+/// proves every table is inside its levels.
+fn pack_grid(grid: &[u64], levels: [u8; 3], bits: EntryBits) -> Vec<u32> {
     let entry = |e: u64| {
-        e.to_le_bytes().iter().enumerate().fold(0u32, |bits, (v, byte)| {
+        e.to_le_bytes().iter().enumerate().fold(0u32, |word, (v, byte)| {
             let index = levels.iter().position(|l| l == byte).unwrap_or(3) as u32;
-            bits | index << (2 * v)
+            word | match bits {
+                EntryBits::Nibbles => index << (8 * (v % 4) + 4 * (v / 4)),
+                EntryBits::Pairs => index << (2 * v),
+            }
         })
     };
-    grid.chunks(2).map(|pair| pair.iter().rev().fold(0, |word, &e| word << 16 | entry(e))).collect()
+    match bits {
+        EntryBits::Nibbles => grid.iter().map(|&e| entry(e)).collect(),
+        EntryBits::Pairs => {
+            grid.chunks(2).map(|pair| pair.iter().rev().fold(0, |word, &e| word << 16 | entry(e))).collect()
+        }
+    }
 }
 
 /// Where a format's grid comes from: iq3's 4-byte entries as they are, the 8-byte ones packed
 /// over their levels (`pack_grid`).
 enum GridSource {
     Words(&'static [u32]),
-    Packed(&'static [u64], [u8; 3]),
+    Packed(&'static [u64], [u8; 3], EntryBits),
 }
 
 /// The grid an i-quant kernel reads from plane1, as u32 words: ggml's tables from
@@ -427,8 +447,13 @@ enum GridSource {
 pub fn gguf_grid(format: Format) -> Option<Vec<u32>> {
     grid_source(format).map(|source| match source {
         GridSource::Words(words) => words.to_vec(),
-        GridSource::Packed(grid, levels) => pack_grid(grid, levels),
+        GridSource::Packed(grid, levels, bits) => pack_grid(grid, levels, bits),
     })
+}
+
+/// Whether `format`'s grid entries are stored one per word in nibbles (`EntryBits::Nibbles`).
+fn grid_nibbles(format: Format) -> bool {
+    matches!(grid_source(format), Some(GridSource::Packed(_, _, EntryBits::Nibbles)))
 }
 
 /// Whether `format`'s kernels bind a grid (without building it).
@@ -439,12 +464,12 @@ pub fn has_grid(format: Format) -> bool {
 fn grid_source(format: Format) -> Option<GridSource> {
     use crate::gguf::tables::*;
     match format {
-        Format::GgufIq2Xxs => Some(GridSource::Packed(&IQ2XXS_GRID, IQ2_GRID_LEVELS)),
-        Format::GgufIq2Xs => Some(GridSource::Packed(&IQ2XS_GRID, IQ2_GRID_LEVELS)),
-        Format::GgufIq2S => Some(GridSource::Packed(&IQ2S_GRID, IQ2_GRID_LEVELS)),
+        Format::GgufIq2Xxs => Some(GridSource::Packed(&IQ2XXS_GRID, IQ2_GRID_LEVELS, EntryBits::Nibbles)),
+        Format::GgufIq2Xs => Some(GridSource::Packed(&IQ2XS_GRID, IQ2_GRID_LEVELS, EntryBits::Nibbles)),
+        Format::GgufIq2S => Some(GridSource::Packed(&IQ2S_GRID, IQ2_GRID_LEVELS, EntryBits::Nibbles)),
         Format::GgufIq3Xxs => Some(GridSource::Words(&IQ3XXS_GRID)),
         Format::GgufIq3S => Some(GridSource::Words(&IQ3S_GRID)),
-        Format::GgufIq1S | Format::GgufIq1M => Some(GridSource::Packed(&IQ1S_GRID, IQ1_GRID_LEVELS)),
+        Format::GgufIq1S | Format::GgufIq1M => Some(GridSource::Packed(&IQ1S_GRID, IQ1_GRID_LEVELS, EntryBits::Pairs)),
         Format::GgufQ8_0
         | Format::GgufQ4_0
         | Format::GgufQ5_0
@@ -506,8 +531,9 @@ pub fn constants(key: KernelKey) -> Result<String> {
             let in_workgroup = key.op.is_product() && grid > 0 && grid <= GRID_WORKGROUP_WORDS;
             writeln!(
                 s,
-                "const GRID_WORDS: u32 = {grid}u;\nconst GRID_IN_WORKGROUP: bool = {in_workgroup};\nconst GRID_WG_WORDS: u32 = {}u;",
-                if in_workgroup { grid } else { 1 }
+                "const GRID_WORDS: u32 = {grid}u;\nconst GRID_IN_WORKGROUP: bool = {in_workgroup};\nconst GRID_WG_WORDS: u32 = {}u;\nconst GRID_NIBBLES: bool = {};",
+                if in_workgroup { grid } else { 1 },
+                grid_nibbles(format)
             )
             .map_err(w)?;
             // One flag per ggml type of the registry, exactly one true.
@@ -633,13 +659,23 @@ mod tests {
                 let tests = CODEC_GGUF_BLOCKS.matches(&format!("if {flag} ")).count()
                     + CODEC_GGUF_BLOCKS.matches(&format!("|| {flag} ")).count();
                 assert_eq!(tests, 2, "{flag}: tested once by chunk_levels and once by chunk_affine");
-                for dispatcher in ["fn chunk_codes(", "fn chunk_affine8("] {
+                // A8: a chunk alone (codes and map) or a pair of sub-blocks, never both.
+                let tests_in = |dispatcher: &str| {
                     let at = CODEC_GGUF_CODES.find(dispatcher).expect(dispatcher);
                     let body = &CODEC_GGUF_CODES[at..at + CODEC_GGUF_CODES[at..].find("\n}\n").unwrap()];
-                    let tests =
-                        body.matches(&format!("if {flag} ")).count() + body.matches(&format!("|| {flag} ")).count();
-                    assert_eq!(tests, 1, "{flag}: tested once by {dispatcher}");
-                }
+                    body.matches(&format!("if {flag} ")).count() + body.matches(&format!("|| {flag} ")).count()
+                };
+                let alone = (tests_in("fn chunk_codes("), tests_in("fn chunk_affine8("));
+                let pair = tests_in("fn chunk_pair8(");
+                assert!(
+                    (alone == (1, 1) && pair == 0) || (alone == (0, 0) && pair == 1),
+                    "{flag}: chunk_codes and chunk_affine8 {alone:?}, chunk_pair8 {pair}"
+                );
+                // chunk_pair8 serves only blocks of 64 values or more (ops/matmul_a8.wgsl).
+                let Geometry::Block { values, .. } = format.spec().geometry else {
+                    unreachable!("{flag}: not a block")
+                };
+                assert!(pair == 0 || values >= 64, "{flag}: a pair needs 64-value blocks, not {values}");
             }
         }
     }
@@ -700,19 +736,24 @@ mod tests {
     #[test]
     fn packed_grids_are_lossless() {
         use crate::gguf::tables::*;
-        for (grid, levels, format) in [
-            (&IQ2XXS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xxs),
-            (&IQ2XS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xs),
-            (&IQ2S_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2S),
-            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1S),
-            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1M),
+        for (grid, levels, format, nibbles) in [
+            (&IQ2XXS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xxs, true),
+            (&IQ2XS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xs, true),
+            (&IQ2S_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2S, true),
+            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1S, false),
+            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1M, false),
         ] {
             let packed = gguf_grid(format).unwrap();
-            assert_eq!(packed.len(), grid.len().div_ceil(2));
+            assert_eq!(grid_nibbles(format), nibbles, "{format}");
+            assert_eq!(packed.len(), if nibbles { grid.len() } else { grid.len().div_ceil(2) });
             for (e, &entry) in grid.iter().enumerate() {
-                let bits = packed[e / 2] >> (16 * (e % 2));
                 for (v, &byte) in entry.to_le_bytes().iter().enumerate() {
-                    let index = (bits >> (2 * v) & 3) as usize;
+                    // As codecs/gguf_blocks.wgsl's grid_level_indices reads them.
+                    let index = if nibbles {
+                        packed[e] >> (8 * (v % 4) + 4 * (v / 4)) & 15
+                    } else {
+                        packed[e / 2] >> (16 * (e % 2)) >> (2 * v) & 3
+                    } as usize;
                     assert_eq!(levels.get(index), Some(&byte), "{format}: entry {e} value {v}");
                 }
             }
