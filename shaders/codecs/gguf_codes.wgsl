@@ -66,24 +66,68 @@ fn with_offsets(f: vec4<f32>, k: f32) -> vec4<f32> {
 
 // ---- legacy blocks ---------------------------------------------------------------------------
 
+// The legacy blocks of 2 mod 4 bytes (q8_0's 34, q4_0's and iq4_nl's 18, q5_0's 22) start on a
+// word or half-way into one (rows start on words), so the aligned words from the block's first
+// hold all of it: one load per word (the first shared with chunk_affine8's d), where reading d
+// and then each field's unaligned run took one or two loads more per field (q8_0: 9 instead of
+// 11; each load is a per-lane loop on CPU drivers).
+const WINDOW_WORDS: u32 = (BLOCK_BYTES + 5u) / 4u;
+alias Window = array<u32, WINDOW_WORDS>;
+
+fn block_window(base: u32) -> Window {
+    var win: Window;
+    for (var k = 0u; k < WINDOW_WORDS; k++) {
+        win[k] = plane0[(base >> 2u) + k];
+    }
+    return win;
+}
+
+// The u32 at block byte 2 + 4k: across words k and k + 1 of the window for a block that starts
+// on a word, word k + 1 for one that starts half-way.
+fn window_u32(win: Window, k: u32, half: bool) -> u32 {
+    return select((win[k] >> 16u) | (win[k + 1u] << 16u), win[k + 1u], half);
+}
+
+fn window_words4(win: Window, k: u32, half: bool) -> vec4<u32> {
+    return vec4<u32>(window_u32(win, k, half), window_u32(win, k + 1u, half), window_u32(win, k + 2u, half), window_u32(win, k + 3u, half));
+}
+
+fn starts_half_way(base: u32) -> bool {
+    return (base & 2u) != 0u;
+}
+
 fn codes_q8_0(base: u32) -> Codes {
-    return Codes(words4(base + 2u), words4(base + 18u));
+    let win = block_window(base);
+    let half = starts_half_way(base);
+    return Codes(window_words4(win, 0u, half), window_words4(win, 4u, half));
 }
 
 // Value j < 16 is the low nibble of byte j, value j >= 16 the high one.
-fn legacy_nibble_codes(qs: u32) -> Codes {
-    let w = words4(qs);
+fn nibble_codes(w: vec4<u32>) -> Codes {
     return Codes(w & LOW_NIBBLES, (w >> vec4<u32>(4u)) & LOW_NIBBLES);
 }
 
+// The 16 nibble bytes at qs (iq4_xs).
+fn legacy_nibble_codes(qs: u32) -> Codes {
+    return nibble_codes(words4(qs));
+}
+
+// q4_0's and iq4_nl's 16 nibble bytes after d.
+fn codes_q4_0(base: u32) -> Codes {
+    return nibble_codes(window_words4(block_window(base), 0u, starts_half_way(base)));
+}
+
+// d, qh (bytes 2..6), then 16 nibble bytes.
 fn codes_q5_0(base: u32) -> Codes {
-    let n = legacy_nibble_codes(base + 6u);
-    let qh = block_u32_at(base + 2u);
+    let win = block_window(base);
+    let half = starts_half_way(base);
+    let n = nibble_codes(window_words4(win, 1u, half));
+    let qh = window_u32(win, 0u, half);
     return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
 }
 
 fn codes_iq4_nl(base: u32) -> Codes {
-    let n = legacy_nibble_codes(base + 2u);
+    let n = codes_q4_0(base);
     return Codes(kvalue_words(n[0]), kvalue_words(n[1]));
 }
 
@@ -406,7 +450,7 @@ fn chunk_codes(row: u32, c: u32) -> Codes {
     let base = block_base(row, c);
     let j = c % 8u;
     if IS_Q8_0 { return codes_q8_0(base); }
-    if IS_Q4_0 { return legacy_nibble_codes(base + 2u); }
+    if IS_Q4_0 { return codes_q4_0(base); }
     if IS_Q5_0 { return codes_q5_0(base); }
     if IS_IQ4_NL { return codes_iq4_nl(base); }
     if IS_Q2_0 { return codes_q2_0(base, c); }
