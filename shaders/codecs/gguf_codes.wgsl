@@ -68,9 +68,9 @@ fn with_offsets(f: vec4<f32>, k: f32) -> vec4<f32> {
 
 // The legacy blocks of 2 mod 4 bytes (q8_0's 34, q4_0's and iq4_nl's 18, q5_0's 22) start on a
 // word or half-way into one (rows start on words), so the aligned words from the block's first
-// hold all of it: one load per word (the first shared with chunk_affine8's d), where reading d
-// and then each field's unaligned run took one or two loads more per field (q8_0: 9 instead of
-// 11; each load is a per-lane loop on CPU drivers).
+// hold all of it: one load per word (the first is the one chunk_affine8 reads d from), where
+// each field's unaligned run took one or two loads more (q8_0: 9 instead of 11 with d's; each
+// load is a per-lane loop on CPU drivers).
 const WINDOW_WORDS: u32 = (BLOCK_BYTES + 5u) / 4u;
 alias Window = array<u32, WINDOW_WORDS>;
 
