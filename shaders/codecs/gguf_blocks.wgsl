@@ -370,10 +370,10 @@ fn grid_word(i: u32) -> u32 {
 
 const LEVEL_NIBBLES: u32 = 0x0f0f0f0fu;
 
-// The four 2-bit fields of byte `b` (low first) as four bytes: fields 0 and 2 move by 0 and 12
-// bits, 1 and 3 by 6 and 18, each pair in one multiply whose two copies do not overlap.
+// The four 2-bit fields of byte `b` (low first) as four bytes. (Two non-overlapping multiplies
+// instead counted 0.9 % more for iq1_s on lavapipe: not kept.)
 fn spread_pairs(b: u32) -> u32 {
-    return (((b & 0x33u) * 0x1001u) & 0x00030003u) | (((b & 0xccu) * 0x40040u) & 0x03000300u);
+    return (b & 3u) | ((b & 0xcu) << 6u) | ((b & 0x30u) << 12u) | ((b & 0xc0u) << 18u);
 }
 
 // The level indices (0, 1, 2) of packed entry `e`, one per byte: values 0..3, then 4..7. Stored
