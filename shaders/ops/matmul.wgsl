@@ -1,11 +1,12 @@
 // Matmul Y = W X for P.columns activation columns (1..MAX_COLUMNS; one column is matvec). The
-// geometry is generated (src/gpu/kernels.rs, MATMUL_LANES): a workgroup of MATMUL_WG invocations
-// owns MATMUL_ROWS rows, in blocks of ROW_BLOCK rows with MATMUL_LANES lanes each; each
-// invocation handles the same chunks of all rows of its block. Each lane walks
-// its rows' chunks as `lane_walk` says and decodes each chunk once (each weight byte read
-// once, as whole u32 words); every activation chunk it loads serves the block's rows, so a column
-// costs a quarter of an activation load per weight. Then the lanes of each block reduce through
-// workgroup memory and lane 0 applies the row word once.
+// geometry is generated (src/gpu/kernels.rs, product_lanes and RowBlock): a workgroup of
+// MATMUL_WG invocations owns MATMUL_ROWS rows, in blocks of ROW_BLOCK rows with MATMUL_LANES lanes
+// each; each invocation handles the same chunks of all rows of its block. Each lane walks its
+// rows' chunks as `lane_walk` says and decodes each chunk once (each weight byte read once, as
+// whole u32 words); every activation chunk it loads serves the block's rows, so a column costs
+// 1 / ROW_BLOCK of an activation load per weight (4 rows, or 8 in matvec's row-at-a-time
+// kernels). Then the lanes of each block reduce through workgroup memory and lane 0 applies the
+// row word once.
 //
 // Two kernels per format and profile (src/gpu/kernels.rs, Columns): matvec's, where
 // KERNEL_COLUMNS is 1 and every column loop runs once at compile time, and one for 2..8

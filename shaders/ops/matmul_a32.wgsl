@@ -43,51 +43,57 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
     }
 }
 
-// Accumulates this invocation's share of rows row..row + 3 for every column (the chunks of
-// lane_walk) into its partial slots. A row past the pass's end contributes nothing.
+// Accumulates this invocation's share of its row block's rows (row..row + ROW_BLOCK - 1) for
+// every column (the chunks of lane_walk) into its partial slots. A row past the pass's end
+// contributes nothing.
 fn lane_sums(row: u32, lane: u32, li: u32) {
-    // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
-    // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
-    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
         // Matvec: the activation chunk first, then one row at a time, so only one row's
-        // decoded chunk is live beside it (four rows' were spilled by CPU drivers).
+        // decoded chunk is live beside it (four rows' were spilled by CPU drivers), and the
+        // chunk serves ROW_BLOCK rows (kernels.rs, Geometry).
+        var acc: array<f32, ROW_BLOCK>;
         for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
             let x = x_chunk(0u, c);
             for (var b = 0u; b < ROW_BLOCK; b++) {
                 var q: Chunk;
                 var f = vec4<f32>(0.0);
                 levels_or_zero(row + b, c, &q, &f);
-                acc[0][b] += chunk_dot(q, f, x);
+                acc[b] += chunk_dot(q, f, x);
             }
         }
-    } else {
-        for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
-            var q0: Chunk;
-            var q1: Chunk;
-            var q2: Chunk;
-            var q3: Chunk;
-            var f0 = vec4<f32>(0.0);
-            var f1 = vec4<f32>(0.0);
-            var f2 = vec4<f32>(0.0);
-            var f3 = vec4<f32>(0.0);
-            levels_or_zero(row, c, &q0, &f0);
-            levels_or_zero(row + 1u, c, &q1, &f1);
-            levels_or_zero(row + 2u, c, &q2, &f2);
-            levels_or_zero(row + 3u, c, &q3, &f3);
-            for (var j = 0u; j < column_count(); j++) {
-                let x = x_chunk(j, c);
-                acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
-            }
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(0u, b, li)] = acc[b];
+        }
+        return;
+    }
+    // Rows together (ROW_BLOCK is 4 here): column sums of the four rows, indexed by the
+    // (uniform) column: a private array, which a SIMD compiler keeps as whole vectors, where
+    // workgroup slots cost a scatter per update.
+    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
+    for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
+        var q0: Chunk;
+        var q1: Chunk;
+        var q2: Chunk;
+        var q3: Chunk;
+        var f0 = vec4<f32>(0.0);
+        var f1 = vec4<f32>(0.0);
+        var f2 = vec4<f32>(0.0);
+        var f3 = vec4<f32>(0.0);
+        levels_or_zero(row, c, &q0, &f0);
+        levels_or_zero(row + 1u, c, &q1, &f1);
+        levels_or_zero(row + 2u, c, &q2, &f2);
+        levels_or_zero(row + 3u, c, &q3, &f3);
+        for (var j = 0u; j < column_count(); j++) {
+            let x = x_chunk(j, c);
+            acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
         }
     }
     for (var j = 0u; j < column_count(); j++) {
-        for (var b = 0u; b < ROW_BLOCK; b++) {
+        for (var b = 0u; b < 4u; b++) {
             partial[slot(j, b, li)] = acc[j][b];
         }
     }
 }
-

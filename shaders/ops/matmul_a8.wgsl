@@ -38,7 +38,7 @@ fn pair_or_zero(row: u32, c: u32) -> Pair8 {
     return Pair8(Codes(), Codes(), vec4<f32>(0.0), vec4<f32>(0.0));
 }
 
-// The activation of chunks c and c + 1 of one column, loaded once for the four rows.
+// The activation of chunks c and c + 1 of one column, loaded once for the block's rows.
 struct XPair {
     a0: vec4<u32>,
     a1: vec4<u32>,
@@ -52,19 +52,19 @@ fn pair_dot(p: Pair8, x: XPair) -> f32 {
     return chunk_dot8(p.a, p.fa, x.a0, x.a1, x.am) + chunk_dot8(p.b, p.fb, x.b0, x.b1, x.bm);
 }
 
-// As ops/matmul_a32.wgsl: this invocation's share of rows row..row + 3 for every column. Blocks
-// of 64 values or more go a pair of chunks at a time (codecs/gguf_codes.wgsl, chunk_pair8).
+// As ops/matmul_a32.wgsl: this invocation's share of its row block's rows for every column.
+// Blocks of 64 values or more go a pair of chunks at a time (codecs/gguf_codes.wgsl,
+// chunk_pair8).
 fn lane_sums(row: u32, lane: u32, li: u32) {
     if BLOCK_VALUES >= 64u {
         pair_sums(row, lane, li);
         return;
     }
-    // Column sums of the four rows, indexed by the (uniform) column: a private array, which a
-    // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
-    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
-        // Matvec: as ops/matmul_a32.wgsl, the activation chunk first, then one row at a time.
+        // Matvec: as ops/matmul_a32.wgsl, the activation chunk first, then one row at a time
+        // for the block's ROW_BLOCK rows.
+        var acc: array<f32, ROW_BLOCK>;
         for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
             let x0 = X[3u * c];
             let x1 = X[3u * c + 1u];
@@ -73,67 +73,79 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
                 var q: Codes;
                 var f = vec4<f32>(0.0);
                 codes_or_zero(row + b, c, &q, &f);
-                acc[0][b] += chunk_dot8(q, f, x0, x1, m);
+                acc[b] += chunk_dot8(q, f, x0, x1, m);
             }
         }
-    } else {
-        for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
-            var q0: Codes;
-            var q1: Codes;
-            var q2: Codes;
-            var q3: Codes;
-            var f0 = vec4<f32>(0.0);
-            var f1 = vec4<f32>(0.0);
-            var f2 = vec4<f32>(0.0);
-            var f3 = vec4<f32>(0.0);
-            codes_or_zero(row, c, &q0, &f0);
-            codes_or_zero(row + 1u, c, &q1, &f1);
-            codes_or_zero(row + 2u, c, &q2, &f2);
-            codes_or_zero(row + 3u, c, &q3, &f3);
-            for (var j = 0u; j < column_count(); j++) {
-                let at = j * P.x_stride + 3u * c;
-                let x0 = X[at];
-                let x1 = X[at + 1u];
-                let m = X[at + 2u];
-                acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
-            }
+        for (var b = 0u; b < ROW_BLOCK; b++) {
+            partial[slot(0u, b, li)] = acc[b];
+        }
+        return;
+    }
+    // Rows together (ROW_BLOCK is 4 here: kernels.rs, Geometry): column sums of the four rows,
+    // indexed by the (uniform) column: a private array, which a SIMD compiler keeps as whole
+    // vectors, where workgroup slots cost a scatter per update.
+    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
+    for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
+        var q0: Codes;
+        var q1: Codes;
+        var q2: Codes;
+        var q3: Codes;
+        var f0 = vec4<f32>(0.0);
+        var f1 = vec4<f32>(0.0);
+        var f2 = vec4<f32>(0.0);
+        var f3 = vec4<f32>(0.0);
+        codes_or_zero(row, c, &q0, &f0);
+        codes_or_zero(row + 1u, c, &q1, &f1);
+        codes_or_zero(row + 2u, c, &q2, &f2);
+        codes_or_zero(row + 3u, c, &q3, &f3);
+        for (var j = 0u; j < column_count(); j++) {
+            let at = j * P.x_stride + 3u * c;
+            let x0 = X[at];
+            let x1 = X[at + 1u];
+            let m = X[at + 2u];
+            acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
         }
     }
+    store_four_rows(acc, li);
+}
+
+// The rows-together paths' sums into this invocation's partial slots.
+fn store_four_rows(acc: array<vec4<f32>, KERNEL_COLUMNS>, li: u32) {
     for (var j = 0u; j < column_count(); j++) {
-        for (var b = 0u; b < ROW_BLOCK; b++) {
+        for (var b = 0u; b < 4u; b++) {
             partial[slot(j, b, li)] = acc[j][b];
         }
     }
 }
 
 fn pair_sums(row: u32, lane: u32, li: u32) {
-    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
     // Pairs of chunks (P.chunks is even: whole 256-value blocks).
     let walk = lane_walk(lane, select(0u, P.chunks / 2u, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
+        var acc: array<f32, ROW_BLOCK>;
         for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
             let at = 3u * c;
             let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
             for (var b = 0u; b < ROW_BLOCK; b++) {
-                acc[0][b] += pair_dot(pair_or_zero(row + b, c), x);
+                acc[b] += pair_dot(pair_or_zero(row + b, c), x);
             }
         }
-    } else {
-        for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
-            let p0 = pair_or_zero(row, c);
-            let p1 = pair_or_zero(row + 1u, c);
-            let p2 = pair_or_zero(row + 2u, c);
-            let p3 = pair_or_zero(row + 3u, c);
-            for (var j = 0u; j < column_count(); j++) {
-                let at = j * P.x_stride + 3u * c;
-                let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
-                acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
-            }
-        }
-    }
-    for (var j = 0u; j < column_count(); j++) {
         for (var b = 0u; b < ROW_BLOCK; b++) {
-            partial[slot(j, b, li)] = acc[j][b];
+            partial[slot(0u, b, li)] = acc[b];
+        }
+        return;
+    }
+    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
+    for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
+        let p0 = pair_or_zero(row, c);
+        let p1 = pair_or_zero(row + 1u, c);
+        let p2 = pair_or_zero(row + 2u, c);
+        let p3 = pair_or_zero(row + 3u, c);
+        for (var j = 0u; j < column_count(); j++) {
+            let at = j * P.x_stride + 3u * c;
+            let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
+            acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
         }
     }
+    store_four_rows(acc, li);
 }

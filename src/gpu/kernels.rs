@@ -35,7 +35,8 @@ pub const WORDS_WG: usize = 64;
 /// The product kernels' geometry, written into every product module as WGSL constants
 /// (`product_geometry`): MATMUL_WG invocations per workgroup, `product_lanes` of them per block of
 /// ROW_BLOCK rows (each invocation takes every lanes-th chunk of all ROW_BLOCK rows), so
-/// `matmul_rows` rows per workgroup.
+/// `matmul_rows` rows per workgroup. Matvec's row-at-a-time kernels take blocks of twice the
+/// rows with twice the lanes ([`RowBlock`]), the same rows per workgroup.
 pub const MATMUL_WG: u32 = 64;
 pub const ROW_BLOCK: u32 = 4;
 /// Lanes of a row block that walk one contiguous run of its chunks together (lane `r` of a run
@@ -119,6 +120,31 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
         | Format::Nvfp4
         | Format::Fp8E4m3fnRowBf16
         | Format::Fp8E4m3fnRowFp16 => MatvecOrder::RowsTogether,
+    }
+}
+
+/// The rows of one row block and the lanes that share them in one product kernel. A lane loads
+/// each activation chunk once for its block's rows, so taller blocks load less activation per
+/// weight; every load with a per-invocation address is a per-lane loop on lavapipe (Mesa
+/// 25.0.7, README "Instructions per weight, counted"), and in matvec a lane's activation share
+/// was 1.4 shader instructions per weight in A8 and about 3.7 in A32 with four rows. The
+/// row-at-a-time order keeps one row's decoded chunk live, so eight rows cost a private array
+/// of eight sums and no spills; rows together keep every row's chunk live, so they stay at
+/// four. Lanes double with the rows, so rows per workgroup (`matmul_rows`, which the planner
+/// uses without knowing the kernel) stay the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowBlock {
+    pub rows: u32,
+    pub lanes: u32,
+}
+
+impl RowBlock {
+    pub fn for_kernel(format: Format, op: Op, columns: Columns) -> RowBlock {
+        let base = RowBlock { rows: ROW_BLOCK, lanes: product_lanes(format) };
+        match (columns, matvec_order(format, op)) {
+            (Columns::One, MatvecOrder::RowAtATime) => RowBlock { rows: 2 * base.rows, lanes: 2 * base.lanes },
+            (Columns::One, MatvecOrder::RowsTogether) | (Columns::UpToMax, _) => base,
+        }
     }
 }
 
@@ -553,17 +579,18 @@ pub fn constants(key: KernelKey) -> Result<String> {
 /// PARTIAL_SLOTS sizes `partial` (ops/matmul.wgsl: a sum per column, row of the block and
 /// invocation); SUBGROUP_SLOTS sizes `subgroup_sums` (ops/matmul_subgroup.wgsl: per column and row,
 /// one per subgroup, of at least 4 invocations).
-fn product_geometry(lanes: u32, columns: Columns, order: MatvecOrder) -> String {
-    let rows = MATMUL_WG / lanes * ROW_BLOCK;
+fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> String {
+    let RowBlock { rows: row_block, lanes } = block;
+    let rows = MATMUL_WG / lanes * row_block;
     let columns = columns.capacity() as u32;
     let row_at_a_time = match order {
         MatvecOrder::RowAtATime => true,
         MatvecOrder::RowsTogether => false,
     };
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {ROW_BLOCK}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
-        columns * ROW_BLOCK * MATMUL_WG,
-        columns * ROW_BLOCK * (MATMUL_WG / 4)
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        columns * row_block * MATMUL_WG,
+        columns * row_block * (MATMUL_WG / 4)
     )
 }
 
@@ -585,7 +612,8 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         (Op::MatmulA8, Variant::EmulatedDot) => &[CODEC_GGUF_CODES, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
     };
     if key.op.is_product() {
-        s.push_str(&product_geometry(product_lanes(key.format), key.columns, matvec_order(key.format, key.op)));
+        let block = RowBlock::for_kernel(key.format, key.op, key.columns);
+        s.push_str(&product_geometry(block, key.columns, matvec_order(key.format, key.op)));
     }
     for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
         s.push('\n');
@@ -620,163 +648,12 @@ pub fn probe_sources() -> Vec<(&'static str, String, bool)> {
 
 /// The subgroup-layout probe, which checks subgroup sizes against the products' MATMUL_WG.
 pub(crate) fn subgroup_probe_source() -> String {
-    format!("{}{PROBE}\n{PROBE_SUBGROUP}", product_geometry(MATMUL_WG, Columns::One, MatvecOrder::RowsTogether))
+    format!(
+        "{}{PROBE}\n{PROBE_SUBGROUP}",
+        product_geometry(RowBlock { rows: ROW_BLOCK, lanes: MATMUL_WG }, Columns::One, MatvecOrder::RowsTogether)
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn flags(text: &str) -> Vec<(String, bool)> {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("const ")?.split_once(": bool = "))
-            .map(|(name, v)| (name.to_string(), v.trim_end_matches(';') == "true"))
-            .collect()
-    }
-
-    #[test]
-    fn exactly_one_row_rule_and_one_gguf_decoder_flag_is_set_per_format() {
-        for format in Format::ALL {
-            let text = constants(KernelKey::new(format, Op::Dequant, Variant::Workgroup, Columns::One)).unwrap();
-            let f = flags(&text);
-            let row = f.iter().filter(|(n, v)| n.starts_with("ROW_") && *v).count();
-            assert_eq!(row, 1, "{format}: one ROW_* flag");
-            let gguf: Vec<_> = f.iter().filter(|(n, _)| n.starts_with("IS_")).collect();
-            match format.category() {
-                Category::GgufBlock => {
-                    assert_eq!(gguf.iter().filter(|(_, v)| *v).count(), 1, "{format}: one IS_* flag");
-                    assert_eq!(gguf.len(), Format::ALL.iter().filter(|f| f.category() == Category::GgufBlock).count());
-                }
-                _ => assert!(gguf.is_empty(), "{format}: no gguf flags"),
-            }
-        }
-    }
-
-    #[test]
-    fn every_gguf_flag_has_a_decoder_in_the_codec() {
-        for format in Format::ALL {
-            if let Some(flag) = gguf_flag(format) {
-                let tests = CODEC_GGUF_BLOCKS.matches(&format!("if {flag} ")).count()
-                    + CODEC_GGUF_BLOCKS.matches(&format!("|| {flag} ")).count();
-                assert_eq!(tests, 2, "{flag}: tested once by chunk_levels and once by chunk_affine");
-                // A8: a chunk alone (codes and map) or a pair of sub-blocks, never both.
-                let tests_in = |dispatcher: &str| {
-                    let at = CODEC_GGUF_CODES.find(dispatcher).expect(dispatcher);
-                    let body = &CODEC_GGUF_CODES[at..at + CODEC_GGUF_CODES[at..].find("\n}\n").unwrap()];
-                    body.matches(&format!("if {flag} ")).count() + body.matches(&format!("|| {flag} ")).count()
-                };
-                let alone = (tests_in("fn chunk_codes("), tests_in("fn chunk_affine8("));
-                let pair = tests_in("fn chunk_pair8(");
-                assert!(
-                    (alone == (1, 1) && pair == 0) || (alone == (0, 0) && pair == 1),
-                    "{flag}: chunk_codes and chunk_affine8 {alone:?}, chunk_pair8 {pair}"
-                );
-                // chunk_pair8 serves only blocks of 64 values or more (ops/matmul_a8.wgsl).
-                let Geometry::Block { values, .. } = format.spec().geometry else {
-                    unreachable!("{flag}: not a block")
-                };
-                assert!(pair == 0 || values >= 64, "{flag}: a pair needs 64-value blocks, not {values}");
-            }
-        }
-    }
-
-    #[test]
-    fn product_lanes_fit_the_reduction_tree() {
-        // ops/matmul.wgsl halves the lanes per step and block_row divides the workgroup by them.
-        for format in Format::ALL {
-            let lanes = product_lanes(format);
-            assert!(
-                lanes.is_power_of_two()
-                    && lanes >= 4
-                    && MATMUL_WG.is_multiple_of(lanes)
-                    && lanes.is_multiple_of(MATMUL_RUN),
-                "{format}: {lanes} lanes"
-            );
-        }
-    }
-
-    #[test]
-    fn matvec_order_is_written_into_each_product_kernel_from_the_table() {
-        for format in Format::ALL {
-            for op in [Op::Matmul, Op::MatmulA8] {
-                let key = KernelKey::new(format, op, Variant::Workgroup, Columns::One);
-                let Ok(source) = assemble(key) else { continue };
-                let expected = matches!(matvec_order(format, op), MatvecOrder::RowAtATime);
-                assert!(source.contains(&format!("const MATVEC_ROW_AT_A_TIME: bool = {expected};")), "{}", key.label());
-            }
-        }
-        assert_eq!(matvec_order(Format::GgufQ4_0, Op::MatmulA8), MatvecOrder::RowsTogether);
-        assert_eq!(matvec_order(Format::GgufQ4K, Op::MatmulA8), MatvecOrder::RowAtATime);
-        assert_eq!(matvec_order(Format::GgufQ4_0, Op::Matmul), MatvecOrder::RowAtATime);
-    }
-
-    #[test]
-    fn one_column_with_the_default_variant_has_its_own_kernel_and_the_rest_share_one() {
-        assert_eq!(Columns::for_request(1, true), Columns::One);
-        assert_eq!(Columns::for_request(1, false), Columns::UpToMax, "a named variant takes the general kernel");
-        for j in 2..=MAX_COLUMNS {
-            for default in [true, false] {
-                assert_eq!(Columns::for_request(j, default), Columns::UpToMax, "J = {j}");
-            }
-        }
-        let f = Format::GgufQ4K;
-        for op in [Op::Matmul, Op::MatmulA8] {
-            let one = KernelKey::new(f, op, Variant::Workgroup, Columns::One);
-            let many = KernelKey::new(f, op, Variant::Workgroup, Columns::UpToMax);
-            assert!(assemble(one).unwrap().contains("const KERNEL_COLUMNS: u32 = 1u;"));
-            assert!(assemble(many).unwrap().contains(&format!("const KERNEL_COLUMNS: u32 = {MAX_COLUMNS}u;")));
-            assert_ne!(one.label(), many.label());
-        }
-        for op in [Op::Dequant, Op::Gather] {
-            let one = KernelKey::new(f, op, Variant::Workgroup, Columns::One);
-            assert_eq!(one, KernelKey::new(f, op, Variant::Workgroup, Columns::UpToMax), "{op:?} has one kernel");
-        }
-    }
-
-    #[test]
-    fn packed_grids_are_lossless() {
-        use crate::gguf::tables::*;
-        for (grid, levels, format, nibbles) in [
-            (&IQ2XXS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xxs, true),
-            (&IQ2XS_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2Xs, true),
-            (&IQ2S_GRID[..], IQ2_GRID_LEVELS, Format::GgufIq2S, true),
-            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1S, false),
-            (&IQ1S_GRID[..], IQ1_GRID_LEVELS, Format::GgufIq1M, false),
-        ] {
-            let packed = gguf_grid(format).unwrap();
-            assert_eq!(grid_nibbles(format), nibbles, "{format}");
-            assert_eq!(packed.len(), if nibbles { grid.len() } else { grid.len().div_ceil(2) });
-            for (e, &entry) in grid.iter().enumerate() {
-                for (v, &byte) in entry.to_le_bytes().iter().enumerate() {
-                    // As codecs/gguf_blocks.wgsl's grid_level_indices reads them.
-                    let index = if nibbles {
-                        packed[e] >> (8 * (v % 4) + 4 * (v / 4)) & 15
-                    } else {
-                        packed[e / 2] >> (16 * (e % 2)) >> (2 * v) & 3
-                    } as usize;
-                    assert_eq!(levels.get(index), Some(&byte), "{format}: entry {e} value {v}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn every_grid_fits_workgroup_memory() {
-        for format in Format::ALL {
-            if let Some(grid) = gguf_grid(format) {
-                assert!(grid.len() <= GRID_WORKGROUP_WORDS, "{format}: {} words", grid.len());
-            }
-        }
-    }
-
-    #[test]
-    fn no_signed_grid_has_a_zero_byte() {
-        // codecs/gguf_codes.wgsl negates grid bytes as (g ^ 0xff) + 1, which would carry into the
-        // next byte for g = 0: iq3's words and iq2's levels hold none.
-        assert!(!IQ2_GRID_LEVELS.contains(&0));
-        for format in [Format::GgufIq3Xxs, Format::GgufIq3S] {
-            let grid = gguf_grid(format).unwrap();
-            assert!(grid.iter().all(|w| w.to_le_bytes().iter().all(|&b| b != 0)), "{format}: a zero grid byte");
-        }
-    }
-}
+#[path = "kernels_tests.rs"]
+mod tests;
