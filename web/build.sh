@@ -8,7 +8,10 @@ version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; 
 test -n "$version"
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target list --installed | grep -qx wasm32-unknown-unknown
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }')" != "$version" ]; then
-  cargo install --quiet wasm-bindgen-cli --version "$version"
+  # Unoptimized and without debug info: the CLI runs once per build on a few MB, and CI builds
+  # it on every run (261 s at the release profile's opt-level 3 on 2 cores).
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_LTO=false \
+    cargo install --quiet wasm-bindgen-cli --version "$version"
 fi
 # A cdylib only for this build: the native library stays an rlib (no extra link per build).
 cargo rustc --locked --quiet --lib --release --target wasm32-unknown-unknown --features web --crate-type cdylib

@@ -33,7 +33,8 @@ mkdir -p "$fixtures"
 python3 ../tests/independent/gguf_fixtures.py "$fixtures" 7 >/dev/null
 printf 'not a model, only text' > "$fixtures/junk.bin"
 python3 -c "import sys; open(sys.argv[1], 'wb').write(b'GGUF' + (3).to_bytes(4, 'little') + (5).to_bytes(8, 'little'))" "$fixtures/truncated.gguf"
-(cd .. && cargo build --locked --quiet --bin ninfer-wgpu)
+# The test profile: the CLI `cargo test` already built (the dev profile would build every crate again).
+(cd .. && cargo build --locked --quiet --profile test --bin ninfer-wgpu)
 cli=$(realpath ../target/debug/ninfer-wgpu)
 expect="$fixtures/expected-errors.json"
 (
