@@ -81,7 +81,7 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
         }
         return;
     }
-    // Rows together (ROW_BLOCK is 4 here: kernels.rs, Geometry): column sums of the four rows,
+    // Rows together (ROW_BLOCK is 4 here: kernels.rs, RowBlock::for_kernel): column sums of the four rows,
     // indexed by the (uniform) column: a private array, which a SIMD compiler keeps as whole
     // vectors, where workgroup slots cost a scatter per update.
     var acc: array<vec4<f32>, KERNEL_COLUMNS>;
