@@ -28,8 +28,9 @@
 # half an hour for an i-quant (k-quants: minutes); its perf cases fix the shape at 4096x14336.
 # The peer: test-backend-ops sizes each perf graph to 100 GFLOP (852 matvecs at 4096x14336),
 # hours under valgrind. PEER_BIN is a test-backend-ops whose perf target is smaller: built from
-# the same source as ../shared/tools/llamacpp-peer.sh with `target_flops_gpu` lowered (README,
-# "Instructions per weight, counted"); only the count of repeated nodes differs, not the kernels.
+# the same source as ../shared/tools/llamacpp-peer.sh with `target_flops_gpu` lowered
+# (docs/performance-history.md, "Instructions per weight, counted"); only the count of repeated
+# nodes differs, not the kernels.
 # Its ggml-cpu library must be one built without -march=native (valgrind stops at AVX-512
 # instructions): LD_LIBRARY_PATH to a -DGGML_NATIVE=OFF build of the ggml-cpu target.
 set -euo pipefail

@@ -55,7 +55,7 @@ pub const MATMUL_RUN: u32 = 8;
 /// medians of 3-4 alternating rounds, A8 / A32: at 14336x4096 q4_K J=1 0.79 / 0.75, J=8 0.70 /
 /// 0.75, q3_K J=8 0.73 / 0.83, q6_K J=8 0.81 / 0.84, q8_0 J=8 0.83 / 0.76, bf16 J=8 0.82; at
 /// 4096x14336 mostly 0.76-1.02 (q4_0 A8 J=1 0.68; q4_K A8 J=8 1.24 from noisy rounds); at
-/// 16384x14336 0.90-1.00 (README, Performance).
+/// 16384x14336 0.90-1.00 (docs/performance-history.md).
 /// The subgroup variant needs the adapter's largest subgroup to fit one block (capability.rs):
 /// lavapipe's 8 fits every family; where subgroups are wider only the grid kernels take it.
 pub fn product_lanes(format: Format) -> u32 {
@@ -126,7 +126,8 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
 /// The rows of one row block and the lanes that share them in one product kernel. A lane loads
 /// each activation chunk once for its block's rows, so taller blocks load less activation per
 /// weight; every load with a per-invocation address is a per-lane loop on lavapipe (Mesa
-/// 25.0.7, README "Instructions per weight, counted"), and in matvec a lane's activation share
+/// 25.0.7; README, "Why five types stay under 2×, counted"), and in matvec a lane's activation
+/// share
 /// was 1.4 shader instructions per weight in A8 and about 3.7 in A32 with four rows. The
 /// row-at-a-time order keeps one row's decoded chunk live, so eight rows cost a private array
 /// of eight sums and no spills; rows together keep every row's chunk live, so they stay at
