@@ -356,7 +356,7 @@ fn pair_q6_k(base: u32, j: u32) -> Pair8 {
 // loads them as one window (16 bytes at a 2-byte offset: five aligned words) and d once, where
 // two single sub-blocks took 12 to 16 loads (iq2_xs: 7 instead of 12). Every load with a
 // per-invocation address is a per-lane loop of about 15 instructions on lavapipe (README, "Why
-// five types stay under 2×, counted"), most of an i-quant's count.
+// four types stay under 2×, counted"), most of an i-quant's count.
 
 fn pair_iq2_xxs(base: u32, j: u32) -> Pair8 {
     let w = block_words4(base + 2u + 8u * j);

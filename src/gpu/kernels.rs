@@ -126,7 +126,7 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
 /// The rows of one row block and the lanes that share them in one product kernel. A lane loads
 /// each activation chunk once for its block's rows, so taller blocks load less activation per
 /// weight; every load with a per-invocation address is a per-lane loop on lavapipe (Mesa
-/// 25.0.7; README, "Why five types stay under 2×, counted"), and in matvec a lane's activation
+/// 25.0.7; README, "Why four types stay under 2×, counted"), and in matvec a lane's activation
 /// share was 1.4 shader instructions per weight in A8 and about 3.7 in A32 with four rows. The
 /// row-at-a-time order keeps one row's decoded chunk live, so eight rows cost a private array
 /// of eight sums and no spills; rows together keep every row's chunk live, so they stay at
