@@ -4,9 +4,9 @@
 // each; each invocation handles the same chunks of all rows of its block. Each lane walks its
 // rows' chunks as `lane_walk` says and decodes each chunk once (each weight byte read once, as
 // whole u32 words); every activation chunk it loads serves the block's rows, so a column costs
-// 1 / ROW_BLOCK of an activation load per weight (4 rows, or 8 in matvec's row-at-a-time
-// kernels). Then the lanes of each block reduce through workgroup memory and lane 0 applies the
-// row word once.
+// 1 / ROW_BLOCK of an activation load per weight (4 rows, or 8: src/gpu/kernels.rs, RowBlock).
+// Then the lanes of each block reduce through workgroup memory, four rows at a time, and lane 0
+// applies the row word once.
 //
 // Two kernels per format and profile (src/gpu/kernels.rs, Columns): matvec's, where
 // KERNEL_COLUMNS is 1 and every column loop runs once at compile time, and one for 2..8
@@ -15,16 +15,21 @@
 // compile time is most of a conformance run. Matvec's kernel also takes a lane step's rows one
 // at a time where MATVEC_ROW_AT_A_TIME (generated per format and profile, src/gpu/kernels.rs
 // matvec_order): four rows' decoded chunks live at once are spilled by CPU drivers. Each
-// lane's column sums live in a private array
-// indexed by the column while it walks its chunks, then in its own workgroup-memory slots for
-// the reduction.
+// lane's column sums live in a private array indexed by the column while it walks its chunks
+// (Sums), then in its own workgroup-memory slots for the reduction.
 //
 // This file is the part every profile shares: the row blocks, the reduction and the output. The
 // profile's file (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl) binds the activation and defines
-// `lane_sums`, which leaves each invocation's sums in its `partial` slots.
+// `lane_sums`, which returns each invocation's sums for its block's rows and every column.
 // Y is column-major: OUT[P.out_off + j * P.out_stride + row].
 
-// The sum of column j for row b of invocation li's block is partial[(ROW_BLOCK j + b) * MATMUL_WG + li].
+// A lane's sums, four rows to a vec4: rows 4q..4q + 3 of column j are sums[j * ROW_QUARTERS + q]
+// (ROW_BLOCK is a multiple of 4; ROW_QUARTERS = ROW_BLOCK / 4 and SUM_VECS are generated).
+alias Sums = array<vec4<f32>, SUM_VECS>;
+
+// The reduction takes a row block four rows at a time, so `partial` holds four rows of every
+// column whatever the block's height: the sum of column j for row b (0..3) of the pass, for
+// invocation li, is partial[(4 j + b) * MATMUL_WG + li].
 var<workgroup> partial: array<f32, PARTIAL_SLOTS>;
 
 // The request's columns: a constant in matvec's kernel, so its column loops fold away.
@@ -36,7 +41,16 @@ fn column_count() -> u32 {
 }
 
 fn slot(j: u32, b: u32, li: u32) -> u32 {
-    return (ROW_BLOCK * j + b) * MATMUL_WG + li;
+    return (4u * j + b) * MATMUL_WG + li;
+}
+
+// Matvec's row-at-a-time sums (one column, a sum per row of the block) as Sums.
+fn row_sums(acc: array<f32, ROW_BLOCK>) -> Sums {
+    var sums: Sums;
+    for (var b = 0u; b < ROW_BLOCK; b++) {
+        sums[b / 4u][b % 4u] = acc[b];
+    }
+    return sums;
 }
 
 // What applies once per row, after the reduction: fp8 row multipliers (which may be f32
@@ -80,25 +94,34 @@ fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
     codec_prepare(li, MATMUL_WG);
     let lane = li % MATMUL_LANES;
     let row = block_row(wg, li);
-    lane_sums(row, lane, li);
-    workgroupBarrier();
-    for (var s = MATMUL_LANES / 2u; s > 0u; s >>= 1u) {
-        if lane < s {
-            for (var j = 0u; j < column_count(); j++) {
-                for (var b = 0u; b < ROW_BLOCK; b++) {
-                    partial[slot(j, b, li)] += partial[slot(j, b, li + s)];
-                }
+    let sums = lane_sums(row, lane);
+    for (var q = 0u; q < ROW_QUARTERS; q++) {
+        for (var j = 0u; j < column_count(); j++) {
+            for (var b = 0u; b < 4u; b++) {
+                partial[slot(j, b, li)] = sums[j * ROW_QUARTERS + q][b];
             }
         }
         workgroupBarrier();
-    }
-    if lane == 0u {
-        for (var b = 0u; b < ROW_BLOCK; b++) {
-            if row + b < P.rows {
+        for (var s = MATMUL_LANES / 2u; s > 0u; s >>= 1u) {
+            if lane < s {
                 for (var j = 0u; j < column_count(); j++) {
-                    write_column(row + b, j, partial[slot(j, b, li)]);
+                    for (var b = 0u; b < 4u; b++) {
+                        partial[slot(j, b, li)] += partial[slot(j, b, li + s)];
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
+        if lane == 0u {
+            for (var b = 0u; b < 4u; b++) {
+                if row + 4u * q + b < P.rows {
+                    for (var j = 0u; j < column_count(); j++) {
+                        write_column(row + 4u * q + b, j, partial[slot(j, b, li)]);
+                    }
                 }
             }
         }
+        // The next pass overwrites the slots lane 0 just read.
+        workgroupBarrier();
     }
 }

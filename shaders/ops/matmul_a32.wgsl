@@ -43,10 +43,10 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
     }
 }
 
-// Accumulates this invocation's share of its row block's rows (row..row + ROW_BLOCK - 1) for
-// every column (the chunks of lane_walk) into its partial slots. A row past the pass's end
-// contributes nothing.
-fn lane_sums(row: u32, lane: u32, li: u32) {
+// This invocation's share of its row block's rows (row..row + ROW_BLOCK - 1) for every column
+// (the chunks of lane_walk), as ops/matmul.wgsl's Sums. A row past the pass's end contributes
+// nothing.
+fn lane_sums(row: u32, lane: u32) -> Sums {
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
@@ -64,15 +64,12 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
                 acc[b] += chunk_dot(q, f, x);
             }
         }
-        for (var b = 0u; b < ROW_BLOCK; b++) {
-            partial[slot(0u, b, li)] = acc[b];
-        }
-        return;
+        return row_sums(acc);
     }
     // Rows together (ROW_BLOCK is 4 here): column sums of the four rows, indexed by the
     // (uniform) column: a private array, which a SIMD compiler keeps as whole vectors, where
     // workgroup slots cost a scatter per update.
-    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
+    var acc: Sums;
     for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
         var q0: Chunk;
         var q1: Chunk;
@@ -91,9 +88,5 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
             acc[j] += vec4<f32>(chunk_dot(q0, f0, x), chunk_dot(q1, f1, x), chunk_dot(q2, f2, x), chunk_dot(q3, f3, x));
         }
     }
-    for (var j = 0u; j < column_count(); j++) {
-        for (var b = 0u; b < 4u; b++) {
-            partial[slot(j, b, li)] = acc[j][b];
-        }
-    }
+    return acc;
 }

@@ -55,10 +55,9 @@ fn pair_dot(p: Pair8, x: XPair) -> f32 {
 // As ops/matmul_a32.wgsl: this invocation's share of its row block's rows for every column.
 // Blocks of 64 values or more go a pair of chunks at a time (codecs/gguf_codes.wgsl,
 // chunk_pair8).
-fn lane_sums(row: u32, lane: u32, li: u32) {
+fn lane_sums(row: u32, lane: u32) -> Sums {
     if BLOCK_VALUES >= 64u {
-        pair_sums(row, lane, li);
-        return;
+        return pair_sums(row, lane);
     }
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
@@ -76,15 +75,12 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
                 acc[b] += chunk_dot8(q, f, x0, x1, m);
             }
         }
-        for (var b = 0u; b < ROW_BLOCK; b++) {
-            partial[slot(0u, b, li)] = acc[b];
-        }
-        return;
+        return row_sums(acc);
     }
     // Rows together (ROW_BLOCK is 4 here: kernels.rs, RowBlock::for_kernel): column sums of the four rows,
     // indexed by the (uniform) column: a private array, which a SIMD compiler keeps as whole
     // vectors, where workgroup slots cost a scatter per update.
-    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
+    var acc: Sums;
     for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
         var q0: Codes;
         var q1: Codes;
@@ -106,19 +102,10 @@ fn lane_sums(row: u32, lane: u32, li: u32) {
             acc[j] += vec4<f32>(chunk_dot8(q0, f0, x0, x1, m), chunk_dot8(q1, f1, x0, x1, m), chunk_dot8(q2, f2, x0, x1, m), chunk_dot8(q3, f3, x0, x1, m));
         }
     }
-    store_four_rows(acc, li);
+    return acc;
 }
 
-// The rows-together paths' sums into this invocation's partial slots.
-fn store_four_rows(acc: array<vec4<f32>, KERNEL_COLUMNS>, li: u32) {
-    for (var j = 0u; j < column_count(); j++) {
-        for (var b = 0u; b < 4u; b++) {
-            partial[slot(j, b, li)] = acc[j][b];
-        }
-    }
-}
-
-fn pair_sums(row: u32, lane: u32, li: u32) {
+fn pair_sums(row: u32, lane: u32) -> Sums {
     // Pairs of chunks (P.chunks is even: whole 256-value blocks).
     let walk = lane_walk(lane, select(0u, P.chunks / 2u, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
@@ -130,22 +117,45 @@ fn pair_sums(row: u32, lane: u32, li: u32) {
                 acc[b] += pair_dot(pair_or_zero(row + b, c), x);
             }
         }
-        for (var b = 0u; b < ROW_BLOCK; b++) {
-            partial[slot(0u, b, li)] = acc[b];
-        }
-        return;
+        return row_sums(acc);
     }
-    var acc: array<vec4<f32>, KERNEL_COLUMNS>;
+    // Rows together, every row of the block decoded before the column loop, so each activation
+    // load serves ROW_BLOCK rows (8 in the several-column kernel: kernels.rs, RowBlock). The
+    // decoded pairs are spilled by a CPU driver, but a spill costs a vector store and load where
+    // each activation word is a per-lane loop. Four rows to a Quad, not an array of ROW_BLOCK
+    // pairs: lavapipe kept that array in scratch memory (iq1_s J = 8: 36.97 shader instructions
+    // per weight against 17.17).
+    var acc: Sums;
     for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
-        let p0 = pair_or_zero(row, c);
-        let p1 = pair_or_zero(row + 1u, c);
-        let p2 = pair_or_zero(row + 2u, c);
-        let p3 = pair_or_zero(row + 3u, c);
+        let lo = quad_or_zero(row, c);
+        var hi: Quad;
+        if ROW_QUARTERS == 2u {
+            hi = quad_or_zero(row + 4u, c);
+        }
         for (var j = 0u; j < column_count(); j++) {
             let at = j * P.x_stride + 3u * c;
             let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
-            acc[j] += vec4<f32>(pair_dot(p0, x), pair_dot(p1, x), pair_dot(p2, x), pair_dot(p3, x));
+            acc[j * ROW_QUARTERS] += quad_dot(lo, x);
+            if ROW_QUARTERS == 2u {
+                acc[j * ROW_QUARTERS + 1u] += quad_dot(hi, x);
+            }
         }
     }
-    store_four_rows(acc, li);
+    return acc;
+}
+
+// Four consecutive rows' pairs at chunk c.
+struct Quad {
+    p0: Pair8,
+    p1: Pair8,
+    p2: Pair8,
+    p3: Pair8,
+}
+
+fn quad_or_zero(row: u32, c: u32) -> Quad {
+    return Quad(pair_or_zero(row, c), pair_or_zero(row + 1u, c), pair_or_zero(row + 2u, c), pair_or_zero(row + 3u, c));
+}
+
+fn quad_dot(q: Quad, x: XPair) -> vec4<f32> {
+    return vec4<f32>(pair_dot(q.p0, x), pair_dot(q.p1, x), pair_dot(q.p2, x), pair_dot(q.p3, x));
 }

@@ -14,11 +14,10 @@ fn matmul_subgroup(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
     codec_prepare(li, MATMUL_WG);
     let lane = li % MATMUL_LANES;
     let row = block_row(wg, li);
-    lane_sums(row, lane, li);
-    // Each invocation reads only its own partial slots, so no barrier is needed before the adds.
+    let sums = lane_sums(row, lane);
     for (var j = 0u; j < column_count(); j++) {
         for (var b = 0u; b < ROW_BLOCK; b++) {
-            let total = subgroupAdd(partial[slot(j, b, li)]);
+            let total = subgroupAdd(sums[j * ROW_QUARTERS + b / 4u][b % 4u]);
             if sid == 0u {
                 subgroup_sums[(ROW_BLOCK * j + b) * (MATMUL_WG / 4u) + li / sg] = total;
             }

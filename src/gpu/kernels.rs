@@ -129,9 +129,12 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
 /// 25.0.7; README, "Why four types stay under 2×, counted"), and in matvec a lane's activation
 /// share was 1.4 shader instructions per weight in A8 and about 3.7 in A32 with four rows. The
 /// row-at-a-time order keeps one row's decoded chunk live, so eight rows cost a private array
-/// of eight sums and no spills; rows together keep every row's chunk live, so they stay at
-/// four. Lanes double with the rows, so rows per workgroup (`matmul_rows`, which the planner
-/// uses without knowing the kernel) stay the same.
+/// of eight sums and no spills. Rows together keep every row's chunk live: four in general,
+/// eight (two quads) in A8's pair path for several columns, where each activation pair serves
+/// every row and the spilled pairs cost a vector store and load each. Counted at J = 8 (A8,
+/// 1024x14336, per weight over the eight columns), four rows against eight: iq1_s 21.64 ->
+/// 17.17, q4_K 18.37 -> 14.17. Lanes double with the rows, so rows per workgroup
+/// (`matmul_rows`, which the planner uses without knowing the kernel) stay the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowBlock {
     pub rows: u32,
@@ -141,11 +144,20 @@ pub struct RowBlock {
 impl RowBlock {
     pub fn for_kernel(format: Format, op: Op, columns: Columns) -> RowBlock {
         let base = RowBlock { rows: ROW_BLOCK, lanes: product_lanes(format) };
-        match (columns, matvec_order(format, op)) {
-            (Columns::One, MatvecOrder::RowAtATime) => RowBlock { rows: 2 * base.rows, lanes: 2 * base.lanes },
-            (Columns::One, MatvecOrder::RowsTogether) | (Columns::UpToMax, _) => base,
+        let tall = RowBlock { rows: 2 * base.rows, lanes: 2 * base.lanes };
+        match (columns, matvec_order(format, op), op, goes_by_pairs(format)) {
+            (Columns::One, MatvecOrder::RowAtATime, _, _) => tall,
+            (Columns::One, MatvecOrder::RowsTogether, _, _) => base,
+            (Columns::UpToMax, _, Op::MatmulA8, true) => tall,
+            (Columns::UpToMax, _, Op::MatmulA8, false)
+            | (Columns::UpToMax, _, Op::Matmul | Op::Dequant | Op::Gather, _) => base,
         }
     }
+}
+
+/// Whether the A8 kernel walks pairs of chunks (ops/matmul_a8.wgsl: blocks of 64 values or more).
+pub fn goes_by_pairs(format: Format) -> bool {
+    matches!(format.spec().geometry, Geometry::Block { values, .. } if values >= 64)
 }
 
 /// Rows per product workgroup for `format`.
@@ -582,14 +594,16 @@ pub fn constants(key: KernelKey) -> Result<String> {
 fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> String {
     let RowBlock { rows: row_block, lanes } = block;
     let rows = MATMUL_WG / lanes * row_block;
+    let quarters = row_block / 4;
     let columns = columns.capacity() as u32;
     let row_at_a_time = match order {
         MatvecOrder::RowAtATime => true,
         MatvecOrder::RowsTogether => false,
     };
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
-        columns * row_block * MATMUL_WG,
+        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        columns * quarters,
+        columns * 4 * MATMUL_WG,
         columns * row_block * (MATMUL_WG / 4)
     )
 }

@@ -83,16 +83,32 @@ fn row_blocks_keep_the_rows_per_workgroup_the_planner_uses() {
             }
         }
     }
-    // Only matvec's row-at-a-time kernels take the tall block (ops/matmul_a8.wgsl's rows-together
-    // paths are written for four rows).
-    let tall = RowBlock::for_kernel(Format::GgufQ4K, Op::MatmulA8, Columns::One);
-    assert_eq!(tall, RowBlock { rows: 2 * ROW_BLOCK, lanes: 2 * product_lanes(Format::GgufQ4K) });
+    // The tall block is for matvec's row-at-a-time kernels and A8's several-column pair path
+    // (ops/matmul_a8.wgsl holds its rows as one or two quads); the other rows-together paths
+    // are written for four rows.
+    let tall = |format| RowBlock { rows: 2 * ROW_BLOCK, lanes: 2 * product_lanes(format) };
+    for (format, op, columns) in [
+        (Format::GgufQ4K, Op::MatmulA8, Columns::One),
+        (Format::GgufQ4K, Op::MatmulA8, Columns::UpToMax),
+        (Format::GgufIq1S, Op::MatmulA8, Columns::UpToMax),
+    ] {
+        assert_eq!(RowBlock::for_kernel(format, op, columns), tall(format));
+    }
     for (format, op, columns) in [
         (Format::GgufQ4_0, Op::MatmulA8, Columns::One),
-        (Format::GgufQ4K, Op::MatmulA8, Columns::UpToMax),
+        (Format::GgufQ5_0, Op::MatmulA8, Columns::UpToMax),
+        (Format::GgufQ4K, Op::Matmul, Columns::UpToMax),
         (Format::Bf16, Op::Matmul, Columns::UpToMax),
     ] {
         assert_eq!(RowBlock::for_kernel(format, op, columns).rows, ROW_BLOCK);
+    }
+    for format in Format::ALL {
+        for op in [Op::Matmul, Op::MatmulA8] {
+            for columns in Columns::ALL {
+                let rows = RowBlock::for_kernel(format, op, columns).rows;
+                assert!(rows == ROW_BLOCK || rows == 2 * ROW_BLOCK, "{format} {op:?} {columns:?}: {rows} rows");
+            }
+        }
     }
 }
 
