@@ -33,6 +33,18 @@
 # nodes differs, not the kernels.
 # Its ggml-cpu library must be one built without -march=native (valgrind stops at AVX-512
 # instructions): LD_LIBRARY_PATH to a -DGGML_NATIVE=OFF build of the ggml-cpu target.
+# As done 2026-12-04 (a minute of building beside the peer's own build in /tmp/llamacpp-peer):
+#   in tests/test-backend-ops.cpp, `target_flops_gpu = 100ULL * GFLOP` becomes
+#     getenv("PEER_TARGET_GFLOP") ? strtoull(getenv("PEER_TARGET_GFLOP"), nullptr, 10) * GFLOP : 100ULL * GFLOP
+#   (unset, the binary times exactly as before), then
+#   cmake --build /tmp/llamacpp-peer/build -j2 --target test-backend-ops
+#   cmake -S /tmp/llamacpp-peer/src/vendor/llama.cpp -B /tmp/peer-cpu -DGGML_VULKAN=OFF -DGGML_NATIVE=OFF \
+#     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF && \
+#     cmake --build /tmp/peer-cpu -j2 --target ggml-cpu
+#   PEER_TARGET_GFLOP=1 PEER_BIN=/tmp/llamacpp-peer/build/bin/test-backend-ops \
+#     LD_LIBRARY_PATH=/tmp/peer-cpu/bin tools/lavapipe-icount.sh peer iq1_s 1
+# Type names are ggml's (q4_K, iq1_s). n = 8 did not finish: lavapipe's LLVM was still compiling
+# llama.cpp's n = 8 matmul shader (coroutine splitting) after 90 minutes under valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)
