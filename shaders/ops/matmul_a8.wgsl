@@ -120,11 +120,11 @@ fn pair_sums(row: u32, lane: u32) -> Sums {
         return row_sums(acc);
     }
     // Rows together, every row of the block decoded before the column loop, so each activation
-    // load serves ROW_BLOCK rows (8 in the several-column kernel: kernels.rs, RowBlock). The
-    // decoded pairs are spilled by a CPU driver, but a spill costs a vector store and load where
-    // each activation word is a per-lane loop. Four rows to a Quad, not an array of ROW_BLOCK
-    // pairs: lavapipe kept that array in scratch memory (iq1_s J = 8: 36.97 shader instructions
-    // per weight against 17.17).
+    // load serves ROW_BLOCK rows (8 in the grid families' several-column kernels: kernels.rs,
+    // RowBlock). The decoded pairs are spilled by a CPU driver, but a spill costs a vector store
+    // and load where each activation word is a per-lane loop. Four rows to a Quad, not an array
+    // of ROW_BLOCK pairs: lavapipe kept that array in scratch memory (iq1_s J = 8: 36.97 shader
+    // instructions per weight against 17.17).
     var acc: Sums;
     for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
         let lo = quad_or_zero(row, c);

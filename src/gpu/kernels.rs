@@ -130,11 +130,16 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
 /// share was 1.4 shader instructions per weight in A8 and about 3.7 in A32 with four rows. The
 /// row-at-a-time order keeps one row's decoded chunk live, so eight rows cost a private array
 /// of eight sums and no spills. Rows together keep every row's chunk live: four in general,
-/// eight (two quads) in A8's pair path for several columns, where each activation pair serves
-/// every row and the spilled pairs cost a vector store and load each. Counted at J = 8 (A8,
-/// 1024x14336, per weight over the eight columns), four rows against eight: iq1_s 21.64 ->
-/// 17.17, q4_K 18.37 -> 14.17. Lanes double with the rows, so rows per workgroup
-/// (`matmul_rows`, which the planner uses without knowing the kernel) stay the same.
+/// eight (two quads) in the grid families' several-column A8 kernels, where each activation
+/// pair serves every row and the spilled pairs cost a vector store and load each. Counted at
+/// J = 8 (A8, 1024x14336, per weight over the eight columns), four rows against eight: iq1_s
+/// 21.64 -> 17.17, iq3_s 23.84 -> 19.97, iq2_xxs 21.44 -> 17.26; their n = 8 ratios to
+/// llama.cpp went from 1.20 / 1.51 / 2.52 to 1.60-1.90 / 2.19-3.14 / 3.24 (README). The
+/// K-quants' counts fell as much (q4_K 18.37 -> 14.17, q6_K 26.52 -> 22.34), but their
+/// eight-row kernels doubled lavapipe's compile time (conformance of q6_K 20 -> 39 s, q4_K 15
+/// -> 30 s; iq1_s 9 -> 15 s), which is most of a CI run, for types already at 4.7-9.7x at
+/// n = 8: they stay at four. Lanes double with the rows, so rows per workgroup (`matmul_rows`,
+/// which the planner uses without knowing the kernel) stay the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowBlock {
     pub rows: u32,
@@ -145,7 +150,7 @@ impl RowBlock {
     pub fn for_kernel(format: Format, op: Op, columns: Columns) -> RowBlock {
         let base = RowBlock { rows: ROW_BLOCK, lanes: product_lanes(format) };
         let tall = RowBlock { rows: 2 * base.rows, lanes: 2 * base.lanes };
-        match (columns, matvec_order(format, op), op, goes_by_pairs(format)) {
+        match (columns, matvec_order(format, op), op, has_grid(format)) {
             (Columns::One, MatvecOrder::RowAtATime, _, _) => tall,
             (Columns::One, MatvecOrder::RowsTogether, _, _) => base,
             (Columns::UpToMax, _, Op::MatmulA8, true) => tall,
@@ -153,11 +158,6 @@ impl RowBlock {
             | (Columns::UpToMax, _, Op::Matmul | Op::Dequant | Op::Gather, _) => base,
         }
     }
-}
-
-/// Whether the A8 kernel walks pairs of chunks (ops/matmul_a8.wgsl: blocks of 64 values or more).
-pub fn goes_by_pairs(format: Format) -> bool {
-    matches!(format.spec().geometry, Geometry::Block { values, .. } if values >= 64)
 }
 
 /// Rows per product workgroup for `format`.

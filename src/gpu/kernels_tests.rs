@@ -83,20 +83,22 @@ fn row_blocks_keep_the_rows_per_workgroup_the_planner_uses() {
             }
         }
     }
-    // The tall block is for matvec's row-at-a-time kernels and A8's several-column pair path
-    // (ops/matmul_a8.wgsl holds its rows as one or two quads); the other rows-together paths
-    // are written for four rows.
+    // The tall block is for matvec's row-at-a-time kernels and the grid families' several-column
+    // A8 kernels (ops/matmul_a8.wgsl's pair path holds its rows as one or two quads); the other
+    // rows-together paths are written for four rows.
     let tall = |format| RowBlock { rows: 2 * ROW_BLOCK, lanes: 2 * product_lanes(format) };
     for (format, op, columns) in [
         (Format::GgufQ4K, Op::MatmulA8, Columns::One),
-        (Format::GgufQ4K, Op::MatmulA8, Columns::UpToMax),
         (Format::GgufIq1S, Op::MatmulA8, Columns::UpToMax),
+        (Format::GgufIq3S, Op::MatmulA8, Columns::UpToMax),
     ] {
         assert_eq!(RowBlock::for_kernel(format, op, columns), tall(format));
     }
     for (format, op, columns) in [
         (Format::GgufQ4_0, Op::MatmulA8, Columns::One),
         (Format::GgufQ5_0, Op::MatmulA8, Columns::UpToMax),
+        (Format::GgufQ4K, Op::MatmulA8, Columns::UpToMax),
+        (Format::GgufIq1S, Op::Matmul, Columns::UpToMax),
         (Format::GgufQ4K, Op::Matmul, Columns::UpToMax),
         (Format::Bf16, Op::Matmul, Columns::UpToMax),
     ] {
@@ -107,6 +109,13 @@ fn row_blocks_keep_the_rows_per_workgroup_the_planner_uses() {
             for columns in Columns::ALL {
                 let rows = RowBlock::for_kernel(format, op, columns).rows;
                 assert!(rows == ROW_BLOCK || rows == 2 * ROW_BLOCK, "{format} {op:?} {columns:?}: {rows} rows");
+                // A tall several-column block needs A8's pair path (blocks of 64 values or more).
+                if rows > ROW_BLOCK && columns == Columns::UpToMax {
+                    let Geometry::Block { values, .. } = format.spec().geometry else {
+                        panic!("{format}: not a block")
+                    };
+                    assert!(op == Op::MatmulA8 && values >= 64, "{format} {op:?}");
+                }
             }
         }
     }
