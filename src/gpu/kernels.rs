@@ -166,8 +166,9 @@ pub fn matmul_rows(format: Format) -> usize {
 }
 
 /// The largest i-quant grid (u32 words) a product kernel copies to workgroup memory: 6 KiB, so
-/// with the reduction's 10 KiB it stays within WebGPU's default 16 KiB. Every grid fits since the
-/// 8-byte entries are packed (`gguf_grid`; iq2_s's and iq1's, the largest, are 1024 words).
+/// with the reduction's (`partial`, at most 8 KiB, or the subgroup variant's `subgroup_sums`, at
+/// most 4 KiB) it stays within WebGPU's default 16 KiB. Every grid fits since the 8-byte entries
+/// are packed (`gguf_grid`; iq2_s's and iq1's, the largest, are 1024 words).
 pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
 /// `partial` in `ops/matmul.wgsl` holds 8 × 256 sums).

@@ -121,6 +121,38 @@ fn row_blocks_keep_the_rows_per_workgroup_the_planner_uses() {
     }
 }
 
+// Each product entry point's workgroup memory (the grid copy and its own reduction slots:
+// `partial` for matmul, `subgroup_sums` for matmul_subgroup), read from the generated constants,
+// stays within WebGPU's default 16 KiB, for every row block and column count.
+#[test]
+fn product_workgroup_memory_fits_webgpu_default() {
+    let constant = |source: &str, name: &str| -> u32 {
+        let line = source.lines().find(|l| l.starts_with(&format!("const {name}: u32 = "))).unwrap_or("");
+        line.rsplit(' ').next().and_then(|v| v.trim_end_matches("u;").parse().ok()).unwrap_or(0)
+    };
+    let mut checked = 0;
+    for format in Format::ALL {
+        for op in [Op::Matmul, Op::MatmulA8] {
+            for columns in Columns::ALL {
+                let Ok(source) = assemble(KernelKey::new(format, op, Variant::Workgroup, columns)) else { continue };
+                let grid = if source.contains("const GRID_IN_WORKGROUP: bool = true;") {
+                    constant(&source, "GRID_WG_WORDS")
+                } else {
+                    0
+                };
+                let partial = constant(&source, "PARTIAL_SLOTS");
+                let subgroup = constant(&source, "SUBGROUP_SLOTS");
+                assert!(partial > 0 && subgroup > 0, "{format} {op:?} {columns:?}: no reduction slots");
+                for slots in [partial, subgroup] {
+                    assert!(4 * (grid + slots) <= 16384, "{format} {op:?} {columns:?}: {grid} + {slots} words");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 40, "{checked} kernels checked");
+}
+
 #[test]
 fn matvec_order_is_written_into_each_product_kernel_from_the_table() {
     for format in Format::ALL {
