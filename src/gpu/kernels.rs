@@ -133,12 +133,13 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
 /// eight (two quads) in the grid families' several-column A8 kernels, where each activation
 /// pair serves every row and the spilled pairs cost a vector store and load each. Counted at
 /// J = 8 (A8, 1024x14336, per weight over the eight columns), four rows against eight: iq1_s
-/// 21.64 -> 17.17, iq3_s 23.84 -> 19.97, iq2_xxs 21.44 -> 17.26; their n = 8 ratios to
-/// llama.cpp went from 1.20 / 1.51 / 2.52 to 1.60-1.90 / 2.19-3.14 / 3.24 (README). The
-/// K-quants' counts fell as much (q4_K 18.37 -> 14.17, q6_K 26.52 -> 22.34), but their
-/// eight-row kernels doubled lavapipe's compile time (conformance of q6_K 20 -> 39 s, q4_K 15
-/// -> 30 s; iq1_s 9 -> 15 s), which is most of a CI run, for types already at 4.7-9.7x at
-/// n = 8: they stay at four. Lanes double with the rows, so rows per workgroup (`matmul_rows`,
+/// 21.64 -> 17.17, iq3_s 23.84 -> 19.97, iq2_xxs 21.44 -> 17.26. Timed head to head on
+/// lavapipe they run about as fast as four rows (iq1_s 42.6 against 42.2 ms, medians of six
+/// alternating rounds, 4096x14336; README): kept for the count, the measure for GPUs with
+/// little ALU per byte. The K-quants' counts fell as much (q4_K 18.37 -> 14.17, q6_K 26.52 ->
+/// 22.34), but their eight-row kernels doubled lavapipe's compile time (conformance of q6_K 20
+/// -> 39 s, q4_K 15 -> 30 s; iq1_s 9 -> 15 s), which is most of a CI run, for types already at
+/// 4.7-9.7x at n = 8: they stay at four. Lanes double with the rows, so rows per workgroup (`matmul_rows`,
 /// which the planner uses without knowing the kernel) stay the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowBlock {
