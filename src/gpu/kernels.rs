@@ -139,8 +139,8 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
 /// little ALU per byte. The K-quants' counts fell as much (q4_K 18.37 -> 14.17, q6_K 26.52 ->
 /// 22.34), but their eight-row kernels doubled lavapipe's compile time (conformance of q6_K 20
 /// -> 39 s, q4_K 15 -> 30 s; iq1_s 9 -> 15 s), which is most of a CI run, for types already at
-/// 4.7-9.7x at n = 8: they stay at four. Lanes double with the rows, so rows per workgroup (`matmul_rows`,
-/// which the planner uses without knowing the kernel) stay the same.
+/// 4.7-9.7x at n = 8: they stay at four. Lanes double with the rows, so rows per workgroup
+/// (`matmul_rows`, which the planner uses without knowing the kernel) stay the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowBlock {
     pub rows: u32,
@@ -589,9 +589,9 @@ pub fn constants(key: KernelKey) -> Result<String> {
 }
 
 /// The product kernels' geometry as WGSL constants (see [`product_lanes`] and [`Columns`]).
-/// KERNEL_COLUMNS sizes the column accumulators (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl);
-/// PARTIAL_SLOTS sizes `partial` (ops/matmul.wgsl: a sum per column, row of the block and
-/// invocation); SUBGROUP_SLOTS sizes `subgroup_sums` (ops/matmul_subgroup.wgsl: per column and row,
+/// KERNEL_COLUMNS and SUM_VECS size the column accumulators (ops/matmul.wgsl's Sums: ROW_QUARTERS
+/// vec4 per column); PARTIAL_SLOTS sizes `partial` (ops/matmul.wgsl: a sum per column, row of a
+/// four-row reduction pass and invocation); SUBGROUP_SLOTS sizes `subgroup_sums` (ops/matmul_subgroup.wgsl: per column and row,
 /// one per subgroup, of at least 4 invocations).
 fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> String {
     let RowBlock { rows: row_block, lanes } = block;
