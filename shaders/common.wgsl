@@ -206,3 +206,25 @@ fn poison_f32() -> f32 {
     let bits = 0x7fc0deadu;
     return bitcast<f32>(bits);
 }
+
+// ---- codes to int8 bytes, four values per u32 (the A8 codec files) ----------------------------
+
+// Bits 0..3 of x to bit 0 of bytes 0..3: the multiply's four copies of the nibble (at bits 0, 7,
+// 14 and 21) do not overlap, so nothing carries, and bit k of copy k is bit 8k.
+fn bits_to_bytes(x: vec4<u32>) -> vec4<u32> {
+    return ((x & vec4<u32>(15u)) * 0x00204081u) & vec4<u32>(0x01010101u);
+}
+
+// The four 2-bit fields of x's low byte to bytes 0..3.
+fn pairs_to_bytes(x: vec4<u32>) -> vec4<u32> {
+    let b = x & vec4<u32>(0xffu);
+    let t = (b | (b << vec4<u32>(12u))) & vec4<u32>(0x000f000fu);
+    return (t | (t << vec4<u32>(6u))) & vec4<u32>(0x03030303u);
+}
+
+// The four nibbles of x's low 16 bits to bytes 0..3.
+fn nibbles_to_bytes(x: vec4<u32>) -> vec4<u32> {
+    let h = x & vec4<u32>(0xffffu);
+    let t = (h | (h << vec4<u32>(8u))) & vec4<u32>(0x00ff00ffu);
+    return (t | (t << vec4<u32>(4u))) & vec4<u32>(0x0f0f0f0fu);
+}

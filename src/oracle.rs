@@ -226,7 +226,9 @@ pub struct A8Model {
 /// scale may be the neighbouring binary16.
 pub const A8_DIVISION_ULPS: f64 = 8.0;
 
-/// The A8 model of `Y = W X` (see [`A8Model`]); K must be whole q8_1 blocks.
+/// The A8 model of `Y = W X` (see [`A8Model`]). A K that is not whole q8_1 blocks (grouped
+/// formats) has its last block quantized with zeros after it, as the GPU's activation columns
+/// are zero-padded to whole chunks; the weights there are zero.
 pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Result<A8Model> {
     use crate::gguf::q8_1;
     let (n, k) = matrix(tensor)?;
@@ -234,13 +236,19 @@ pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Re
         return Err(Error::Unsupported(format!("A8 model: {} activation values for J = {columns}, K = {k}", xs.len())));
     }
     let w = float_weights(tensor)?;
-    // The largest |w| of each 16-value half, per row.
-    let half_max: Vec<f64> = w.chunks(16).map(|h| h.iter().fold(0f64, |m, v| m.max(v.abs() as f64))).collect();
+    // The largest |w| of each 16-value half of each row.
+    let halves = k.div_ceil(16);
+    let half_max: Vec<f64> = w
+        .chunks_exact(k.max(1))
+        .flat_map(|row| row.chunks(16).map(|h| h.iter().fold(0f64, |m, v| m.max(v.abs() as f64))))
+        .collect();
     // Relative reach of a device's rounding, with binary32's ULP at most 2^-23 of a value.
     let reach = A8_DIVISION_ULPS * 2f64.powi(-23);
     let mut model = A8Model { y: Vec::new(), magnitude: Vec::new(), slack: Vec::new() };
     for x in xs.chunks_exact(k.max(1)).take(columns) {
-        let blocks = q8_1::quantize(x)?;
+        let mut x = x.to_vec();
+        x.resize(k.div_ceil(q8_1::QK8_1) * q8_1::QK8_1, 0.0);
+        let blocks = q8_1::quantize(&x)?;
         let mut xq = Vec::with_capacity(k);
         // Per value: the change a code rounded the other way makes (d), and the change the
         // neighbouring binary16 scale makes (|code| Δd); zero where neither can happen.
@@ -264,7 +272,7 @@ pub fn matmul_a8_model(tensor: &EncodedTensor, xs: &[f32], columns: usize) -> Re
             for (i, &wv) in row.iter().enumerate() {
                 let wv = wv as f64;
                 y += wv * xq[i];
-                m += (wv.abs() + half_max[(r * k + i) / 16]) * xq[i].abs();
+                m += (wv.abs() + half_max[r * halves + i / 16]) * xq[i].abs();
                 s += wv.abs() * (near_tie[i] + scale_step[i]);
             }
             model.y.push(y);

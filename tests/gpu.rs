@@ -114,19 +114,20 @@ fn conformance_on(selector: &str) -> Vec<String> {
                 assert!(ran("matmul", j), "{selector}: {format} matmul with {j} column(s) ran");
             }
         }
-        // The A8 profile on every gguf type, with the packed dot product where the
-        // platform's WGSL has it and the emulated one everywhere.
+        // The A8 profile on every gguf, grouped and nvfp4 type, with the packed dot product where
+        // the platform's WGSL has it and the emulated one everywhere.
         let a8 = |variant: &str, j: usize| {
             results
                 .iter()
                 .any(|r| r.format == format.name() && r.op == "matmul_a8" && r.variant == variant && r.columns == j)
         };
         for j in conformance::COLUMNS {
-            let gguf = format.category() == ninfer_wgpu::Category::GgufBlock;
-            assert_eq!(a8("emulated-dot", j), gguf, "{selector}: {format} matmul_a8 (emulated dot) J = {j}");
+            use ninfer_wgpu::Category::*;
+            let codes = matches!(format.category(), GgufBlock | Grouped | BlockScaledFloat);
+            assert_eq!(a8("emulated-dot", j), codes, "{selector}: {format} matmul_a8 (emulated dot) J = {j}");
             assert_eq!(
                 a8("workgroup", j),
-                gguf && gpu.platform().has_packed_dot,
+                codes && gpu.platform().has_packed_dot,
                 "{selector}: {format} matmul_a8 (dot4I8Packed) J = {j}"
             );
         }
@@ -207,7 +208,7 @@ fn vec4_and_word_loads_give_identical_results() {
                     block_on(words.product(&b, &x, columns, op, Variant::Workgroup)),
                 ) {
                     (Ok(ya), Ok(yb)) => (ya, yb),
-                    // A8 is for gguf blocks only; both devices refuse the rest alike.
+                    // A8 is for gguf blocks, grouped formats and nvfp4; both devices refuse the rest alike.
                     (Err(Error::Unsupported(_)), Err(Error::Unsupported(_))) if op == Op::MatmulA8 => continue,
                     (ra, rb) => panic!("{what} {op:?}: {ra:?} / {rb:?}"),
                 };

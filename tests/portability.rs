@@ -65,13 +65,19 @@ fn translate(key: KernelKey) -> Result<(), String> {
 fn every_kernel_validates_and_translates_to_every_backend_language() {
     let keys = capability::kernel_keys();
     let formats = ninfer_wgpu::Format::ALL.len();
-    let gguf = ninfer_wgpu::Format::ALL.iter().filter(|f| f.category() == ninfer_wgpu::Category::GgufBlock).count();
+    let codes = ninfer_wgpu::Format::ALL
+        .iter()
+        .filter(|f| {
+            use ninfer_wgpu::Category::*;
+            matches!(f.category(), GgufBlock | Grouped | BlockScaledFloat)
+        })
+        .count();
     assert_eq!(
         keys.len(),
-        formats * 2 + ((formats - 1) * 2 + gguf * 3) * 2,
-        "every format has dequant and gather, every float format matmul in two variants, every gguf type \
-         matmul_a8 in three (packed dot, packed dot with subgroups, emulated dot), each product for one \
-         column and for up to eight"
+        formats * 2 + ((formats - 1) * 2 + codes * 3) * 2,
+        "every format has dequant and gather, every float format matmul in two variants, every gguf, \
+         grouped and nvfp4 type matmul_a8 in three (packed dot, packed dot with subgroups, emulated dot), each \
+         product for one column and for up to eight"
     );
     let failures: Vec<String> =
         keys.iter().filter_map(|&k| translate(k).err().map(|e| format!("{}: {e}", k.label()))).collect();

@@ -11,8 +11,6 @@
 // keeps the unsigned code and moves the offset into b; iq1's grid value plus its ±1/8 delta is
 // the integer 8·g ± 1 with a/8.
 
-alias Codes = array<vec4<u32>, 2>;
-
 const LOW_NIBBLES = vec4<u32>(0x0f0f0f0fu);
 const LOW_BITS = vec4<u32>(0x01010101u);
 const LOW_PAIRS = vec4<u32>(0x03030303u);
@@ -256,13 +254,6 @@ fn codes_iq4_xs(base: u32, ib: u32) -> Codes {
 // shared word once, which on CPU drivers (one bounds-checked load per invocation per word) is
 // most of a chunk's cost.
 
-struct Pair8 {
-    a: Codes,
-    b: Codes,
-    fa: vec4<f32>,
-    fb: vec4<f32>,
-}
-
 fn pair_q4_k(base: u32, j: u32, qs: u32) -> Pair8 {
     let w0 = words4(qs + 32u * (j / 2u));
     let w1 = words4(qs + 32u * (j / 2u) + 16u);
@@ -419,7 +410,7 @@ fn pair_iq1_m(base: u32, j: u32) -> Pair8 {
                  scale_iq1_m(sc, j) * 0.125, scale_iq1_m(sc, j + 1u) * 0.125);
 }
 
-// Chunks c and c + 1 (c even, BLOCK_VALUES >= 64): the shared-word decoders above, or the
+// Chunks c and c + 1 (c even; A8_PAIRS: blocks of 64 values or more): the shared-word decoders above, or the
 // single-chunk ones twice for types whose sub-blocks share no code words (iq4_xs).
 fn chunk_pair8(row: u32, c: u32) -> Pair8 {
     let base = block_base(row, c);

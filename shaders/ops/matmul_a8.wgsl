@@ -1,12 +1,29 @@
 // Matmul, A8 profile (criteria.md "A8 (q8_1)"): the activation arrives quantized to ggml's q8_1
 // by ops/quantize_q8_1.wgsl, and a chunk's product is integer dot products of the weights' int8
-// codes (codecs/gguf_codes.wgsl) with the activation's codes, then f32: per 16-value half,
+// codes with the activation's codes, then f32: per 16-value half,
 // `d_x (a Σ code·x_code - b Σ x_code)`. `dot4` is dot4I8Packed (ops/dot4_packed.wgsl) or the
 // portable emulation (ops/dot4_emulated.wgsl). `lane_sums` is what ops/matmul.wgsl calls.
+//
+// The codec's A8 file (codecs/gguf_codes.wgsl, codecs/row_split_codes.wgsl) provides
+// `chunk_codes(row, c) -> Codes` and `chunk_affine8(row, c)` (a0, b0, a1, b1) for one chunk, and
+// `chunk_pair8(row, c) -> Pair8` for chunks c and c + 1 where A8_PAIRS (generated: src/gpu/
+// kernels.rs, a8_pairs) says the kernel goes a pair at a time.
 //
 // X holds, per column j and chunk c, three vec4<u32> from X[j * P.x_stride + 3c]: the 32 int8
 // codes (values 0..15, then 16..31, four per word, lowest byte first), then (binary32 bits of
 // the binary16 scale d, Σ codes of values 0..15, Σ codes of values 16..31, 0).
+
+// A chunk's 32 weight codes as int8, four per u32: values 0..15 in [0], 16..31 in [1], lowest
+// byte first.
+alias Codes = array<vec4<u32>, 2>;
+
+// Chunks c and c + 1 of one row: their codes and maps.
+struct Pair8 {
+    a: Codes,
+    b: Codes,
+    fa: vec4<f32>,
+    fb: vec4<f32>,
+}
 
 @group(0) @binding(4) var<storage, read> X: array<vec4<u32>>;
 
@@ -53,10 +70,9 @@ fn pair_dot(p: Pair8, x: XPair) -> f32 {
 }
 
 // As ops/matmul_a32.wgsl: this invocation's share of its row block's rows for every column.
-// Blocks of 64 values or more go a pair of chunks at a time (codecs/gguf_codes.wgsl,
-// chunk_pair8).
+// ggml's blocks of 64 values or more go a pair of chunks at a time (A8_PAIRS).
 fn lane_sums(row: u32, lane: u32) -> Sums {
-    if BLOCK_VALUES >= 64u {
+    if A8_PAIRS {
         return pair_sums(row, lane);
     }
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));

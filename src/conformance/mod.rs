@@ -631,6 +631,15 @@ fn judge_l2_together(results: &mut [CaseResult], format: Format, op: Op, variant
             .filter(|r| small(r))
             .fold((0f64, 0f64), |(w, m), r| (w.max(r.max_parts.0), m.max(r.max_parts.1)));
         let bound = A8_MAX_RELATIVE * max_ref + A8_MAX_ABSOLUTE;
+        // A small case's own ratio is not what it is judged by (one output near zero after
+        // cancellation makes it any size): it reports the ratio of the checks it takes, the
+        // small cases' largest error and the group's L2 (below).
+        let parts =
+            results.iter().filter(|r| group(r)).fold((0.0, 0.0), |(n, d), r| (n + r.l2_parts.0, d + r.l2_parts.1));
+        let of_bound = (worst / bound).max(rel_l2(parts).powi(2) / A8_SQUARED_L2);
+        for r in results.iter_mut().filter(|r| small(r) && r.of_bound.is_finite()) {
+            (r.of_bound, r.max_error) = (of_bound, of_bound);
+        }
         if worst > bound {
             for r in results.iter_mut().filter(|r| small(r) && r.verdict == Verdict::Pass) {
                 r.verdict = Verdict::Fail;

@@ -38,12 +38,11 @@ fn format_rule(format: Format, op: Op) -> Status {
             Status::Unsupported("int32 has no matmul: integer tensors are indexes, not weights".into())
         }
         (Category::DirectInt, Op::Dequant | Op::Gather) => Status::Supported,
-        (Category::GgufBlock, Op::MatmulA8) => Status::Supported,
-        (
-            Category::DirectFloat | Category::Grouped | Category::BlockScaledFloat | Category::RowScaledFloat,
-            Op::MatmulA8,
-        ) => Status::Unsupported(format!(
-            "the A8 profile is ggml's product arithmetic (q8_1 activations) for gguf block types; {format} runs A32"
+        // A8's products are int8 codes times q8_1 activation codes: for the weights that are
+        // integer codes times a scale.
+        (Category::GgufBlock | Category::Grouped | Category::BlockScaledFloat, Op::MatmulA8) => Status::Supported,
+        (Category::DirectFloat | Category::RowScaledFloat, Op::MatmulA8) => Status::Unsupported(format!(
+            "the A8 profile multiplies int8 weight codes (gguf blocks, grouped formats, nvfp4); {format} runs A32"
         )),
         (
             Category::DirectFloat

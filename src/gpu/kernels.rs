@@ -18,6 +18,8 @@ const OP_WEIGHTS: &str = include_str!("../../shaders/ops/weights.wgsl");
 const OP_DEQUANT: &str = include_str!("../../shaders/ops/dequant.wgsl");
 const OP_GATHER: &str = include_str!("../../shaders/ops/gather.wgsl");
 const CODEC_GGUF_CODES: &str = include_str!("../../shaders/codecs/gguf_codes.wgsl");
+const CODEC_ROW_SPLIT_CODES: &str = include_str!("../../shaders/codecs/row_split_codes.wgsl");
+const CODEC_BLOCK_SCALE_CODES: &str = include_str!("../../shaders/codecs/block_scale_codes.wgsl");
 const OP_MATMUL: &str = include_str!("../../shaders/ops/matmul.wgsl");
 const OP_MATMUL_A32: &str = include_str!("../../shaders/ops/matmul_a32.wgsl");
 const OP_MATMUL_A8: &str = include_str!("../../shaders/ops/matmul_a8.wgsl");
@@ -90,7 +92,13 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
         Op::MatmulA8 => format,
     };
     match a8 {
-        Format::GgufQ8_0 | Format::GgufQ4_0 => MatvecOrder::RowsTogether,
+        Format::GgufQ8_0 | Format::GgufQ4_0 | Format::Q8G32Fp16 => MatvecOrder::RowsTogether,
+        Format::Q2G64Fp16
+        | Format::Q4G64Fp16
+        | Format::Q5G64Fp16
+        | Format::Q6G64Fp16
+        | Format::T2G128Fp16
+        | Format::Nvfp4 => MatvecOrder::RowAtATime,
         Format::GgufQ5_0
         | Format::GgufQ2_0
         | Format::GgufIq4Nl
@@ -108,18 +116,9 @@ pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
         | Format::GgufIq1S
         | Format::GgufIq1M => MatvecOrder::RowAtATime,
         // No A8 kernel (capability.rs, format_rule): the constant is unused.
-        Format::Bf16
-        | Format::Fp32
-        | Format::Int32
-        | Format::Q2G64Fp16
-        | Format::Q4G64Fp16
-        | Format::Q5G64Fp16
-        | Format::Q6G64Fp16
-        | Format::Q8G32Fp16
-        | Format::T2G128Fp16
-        | Format::Nvfp4
-        | Format::Fp8E4m3fnRowBf16
-        | Format::Fp8E4m3fnRowFp16 => MatvecOrder::RowsTogether,
+        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => {
+            MatvecOrder::RowsTogether
+        }
     }
 }
 
@@ -230,7 +229,8 @@ pub enum Op {
     /// weights times the f32 activation.
     Matmul,
     /// `Y = W X`, A8 profile: the activation quantized on the GPU to ggml's q8_1, integer dot
-    /// products with the weights' int8 codes, f32 accumulation (ggml blocks only).
+    /// products with the weights' int8 codes, f32 accumulation (ggml blocks, the grouped
+    /// formats and nvfp4: the weights that are integer codes times a scale).
     MatmulA8,
     /// The exact words of requested rows, in request order.
     Gather,
@@ -369,6 +369,33 @@ impl Codec {
             Codec::Fp8Rows => CODEC_FP8_ROWS,
             Codec::GgufBlocks => CODEC_GGUF_BLOCKS,
         }
+    }
+
+    /// The codec's A8 part (`ops/matmul_a8.wgsl`'s codec interface: int8 codes per chunk), for
+    /// the codecs whose weights are integer codes times a scale (nvfp4's E2M1 values are
+    /// half-integers); capability.rs, format_rule, keeps every other codec from an A8 kernel.
+    fn a8_source(self) -> Result<&'static str> {
+        match self {
+            Codec::GgufBlocks => Ok(CODEC_GGUF_CODES),
+            Codec::RowSplit => Ok(CODEC_ROW_SPLIT_CODES),
+            Codec::BlockScale => Ok(CODEC_BLOCK_SCALE_CODES),
+            Codec::Contiguous | Codec::Fp8Rows => {
+                Err(Error::Unsupported(format!("the {self:?} codec has no A8 (int8 code) reader")))
+            }
+        }
+    }
+}
+
+/// Whether an A8 kernel goes two chunks at a time (`ops/matmul_a8.wgsl`, A8_PAIRS): ggml's blocks
+/// of 64 values or more, whose pair decoders load the words two sub-blocks share once. Grouped
+/// codes share no words between chunks, so they go a chunk at a time.
+pub fn a8_pairs(format: Format) -> bool {
+    match format.spec().geometry {
+        Geometry::Block { values, .. } => values >= 64,
+        Geometry::Direct { .. }
+        | Geometry::Grouped { .. }
+        | Geometry::BlockScaled { .. }
+        | Geometry::RowScaled { .. } => false,
     }
 }
 
@@ -616,22 +643,26 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     let mut s = constants(key)?;
     // The capability table keeps every combination below from being built where it is not
     // supported; the variant of an op without alternatives changes nothing in its source.
-    let op: &[&str] = match (key.op, key.variant) {
-        (Op::Dequant, _) => &[OP_WEIGHTS, OP_DEQUANT],
-        (Op::Gather, _) => &[OP_WEIGHTS, OP_GATHER],
-        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot) => &[OP_MATMUL_A32, OP_MATMUL],
-        (Op::Matmul, Variant::Subgroup) => &[OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],
-        (Op::MatmulA8, Variant::Workgroup) => &[CODEC_GGUF_CODES, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL],
+    let codec = Codec::for_format(key.format);
+    let op: Vec<&str> = match (key.op, key.variant) {
+        (Op::Dequant, _) => vec![OP_WEIGHTS, OP_DEQUANT],
+        (Op::Gather, _) => vec![OP_WEIGHTS, OP_GATHER],
+        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot) => vec![OP_MATMUL_A32, OP_MATMUL],
+        (Op::Matmul, Variant::Subgroup) => vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],
+        (Op::MatmulA8, Variant::Workgroup) => vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL],
         (Op::MatmulA8, Variant::Subgroup) => {
-            &[CODEC_GGUF_CODES, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL, OP_MATMUL_SUBGROUP]
+            vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL, OP_MATMUL_SUBGROUP]
         }
-        (Op::MatmulA8, Variant::EmulatedDot) => &[CODEC_GGUF_CODES, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
+        (Op::MatmulA8, Variant::EmulatedDot) => vec![codec.a8_source()?, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
     };
     if key.op.is_product() {
         let block = RowBlock::for_kernel(key.format, key.op, key.columns);
         s.push_str(&product_geometry(block, key.columns, matvec_order(key.format, key.op)));
     }
-    for part in [COMMON, Codec::for_format(key.format).source()].iter().chain(op) {
+    if key.op == Op::MatmulA8 {
+        s.push_str(&format!("const A8_PAIRS: bool = {};\n", a8_pairs(key.format)));
+    }
+    for part in [COMMON, codec.source()].iter().chain(&op) {
         s.push('\n');
         s.push_str(part);
     }
