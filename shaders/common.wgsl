@@ -22,6 +22,16 @@
 // checks bounds once per load per invocation, so one vec4 load costs what one u32 load does.
 @group(0) @binding(6) var<storage, read> plane0_vec4: array<vec4<u32>>;
 
+// Words w..w + 3 of plane 0, for a w that is a multiple of 4 wherever the rows start on whole
+// vec4s: one vec4 load where the window allows it (P.vec0 and the rows' offset and stride,
+// uniform), else four.
+fn plane0_words4(w: u32) -> vec4<u32> {
+    if P.vec0 != 0u && ((P.off0 | P.stride0) & 15u) == 0u {
+        return plane0_vec4[w >> 2u];
+    }
+    return vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
+}
+
 // Little-endian u32 at any byte offset. Only bytes inside the payload are ever used; a read of
 // the following word for an unaligned offset stays inside the 4-byte-padded buffer or is
 // clamped by the runtime's bounds checks and then shifted out.

@@ -3,9 +3,9 @@
 nearest bits per weight, in one run. Pairs come from the registry (`ninfer-wgpu formats`): for
 every native quantized format, the gguf types whose bits per weight are nearest to its own
 (ties all kept). Each round benches the native format and its gguf types one after another
-(`bench --json`, J = 1 and 8, A32 and, for gguf, A8), the order reversed every other round;
-per cell the median over rounds. Ratio = the gguf type's best profile / the native format's
-time (A32, its only profile): 1 or more means the native format is at least as fast.
+(`bench --json`, J = 1 and 8, A32 and A8 where the format has it), the order reversed every
+other round; per cell the median over rounds. Ratio = the gguf type's best profile / the
+native format's best: 1 or more means the native format is at least as fast.
 
     tools/native-vs-gguf.py [ROUNDS]          # default 3; SHAPE=4096x14336 by default
 """
@@ -51,15 +51,23 @@ for r in range(rounds):
         print(f"round {r + 1}: {n} and {', '.join(gs)} done", file=sys.stderr, flush=True)
 
 med = {k: statistics.median(v) for k, v in times.items()}
-print(f"lavapipe, {shape}, median of {rounds} rounds; ratio = gguf best profile ms / native A32 ms")
-print("| native | bits/w | gguf | bits/w | J | native A32 ms | gguf A32 ms | gguf A8 ms | ratio |")
-print("|---|---|---|---|---|---|---|---|---|")
+
+
+def best(fmt, j):
+    return min(v for v in (med.get((fmt, "matmul", j)), med.get((fmt, "matmul_a8", j))) if v)
+
+
+def ms(fmt, op, j):
+    v = med.get((fmt, op, j))
+    return f"{v:.1f}" if v else "—"
+
+
+print(f"lavapipe, {shape}, median of {rounds} rounds; ratio = gguf best profile ms / native best profile ms")
+print("| native | bits/w | gguf | bits/w | J | native A32 ms | native A8 ms | gguf A32 ms | gguf A8 ms | ratio |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for n, gs in pairs.items():
     for g in gs:
         for j in (1, 8):
-            a = med[(n, "matmul", j)]
-            g32, g8 = med[(g, "matmul", j)], med.get((g, "matmul_a8", j))
-            best = min(g32, g8) if g8 else g32
-            cells = [n, f"{native[n]:g}", g, f"{gguf[g]:g}", str(j), f"{a:.1f}", f"{g32:.1f}",
-                     f"{g8:.1f}" if g8 else "—", f"{best / a:.2f}×"]
+            cells = [n, f"{native[n]:g}", g, f"{gguf[g]:g}", str(j), ms(n, "matmul", j), ms(n, "matmul_a8", j),
+                     ms(g, "matmul", j), ms(g, "matmul_a8", j), f"{best(g, j) / best(n, j):.2f}×"]
             print("| " + " | ".join(cells) + " |")

@@ -20,9 +20,9 @@ fn scale_at(row: u32, g: u32) -> f32 {
 // Chunk c holds two 16-value groups, 2c and 2c + 1.
 fn chunk_levels(row: u32, c: u32) -> Chunk {
     var v: Chunk;
-    let base = (P.off0 + row * P.stride0) / 4u + c * 4u;
+    let words = plane0_words4((P.off0 + row * P.stride0) / 4u + c * 4u);
     for (var j = 0u; j < 4u; j++) {
-        let w = plane0[base + j];
+        let w = words[j];
         for (var t = 0u; t < 2u; t++) {
             let s = 16u * t;
             v[j * 2u + t] = vec4<f32>(

@@ -22,16 +22,12 @@ fn e2m1_codes(b: vec4<u32>) -> vec4<u32> {
     return (v & ~negative) | (minus_v & negative);
 }
 
-// Values 16h..16h + 15 of chunk c: two words of eight nibbles, even value in the low nibble.
-fn half_codes(row: u32, c: u32, h: u32) -> vec4<u32> {
-    let at = (P.off0 + row * P.stride0) / 4u + c * 4u + 2u * h;
-    let w0 = plane0[at];
-    let w1 = plane0[at + 1u];
-    return e2m1_codes(nibbles_to_bytes(vec4<u32>(w0, w0 >> 16u, w1, w1 >> 16u)));
-}
-
+// Chunk c's four words of eight nibbles (even value in the low nibble): one vec4 load where the
+// window allows (rows are K / 2 bytes, K a multiple of 64).
 fn chunk_codes(row: u32, c: u32) -> Codes {
-    return Codes(half_codes(row, c, 0u), half_codes(row, c, 1u));
+    let w = plane0_words4((P.off0 + row * P.stride0) / 4u + c * 4u);
+    return Codes(e2m1_codes(nibbles_to_bytes(vec4<u32>(w.x, w.x >> 16u, w.y, w.y >> 16u))),
+                 e2m1_codes(nibbles_to_bytes(vec4<u32>(w.z, w.z >> 16u, w.w, w.w >> 16u))));
 }
 
 // The chunk's two group scales, halved for the doubled codes (exact: a scale is an E4M3 value,

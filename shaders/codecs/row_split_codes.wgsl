@@ -21,34 +21,38 @@ fn signed_bytes(u: vec4<u32>) -> vec4<u32> {
     return u | (sign * ((0xffu << CODE_BITS) & 0xffu));
 }
 
-// The stored codes of values 16h..16h + 15 of chunk c of `row`, four per word.
-fn half_bytes(row: u32, c: u32, h: u32) -> vec4<u32> {
+// The 32 stored codes of chunk c of `row` (values 0..15, then 16..31), four per word; the base
+// words are one vec4 load where the window allows (plane0_words4), shared by both halves.
+fn stored_codes(row: u32, c: u32) -> Codes {
     let base = (P.off0 + row * P.stride0) / 4u + c * BASE_BITS;
+    let bytes = vec4<u32>(0u, 8u, 16u, 24u);
     if BASE_BITS == 2u {
-        // One word holds the half's sixteen 2-bit codes.
-        return pairs_to_bytes(vec4<u32>(plane0[base + h]) >> vec4<u32>(0u, 8u, 16u, 24u));
+        // A word per half of sixteen 2-bit codes (two u32 loads, as codecs/row_split.wgsl).
+        let w = vec2<u32>(plane0[base], plane0[base + 1u]);
+        return Codes(pairs_to_bytes(vec4<u32>(w.x) >> bytes), pairs_to_bytes(vec4<u32>(w.y) >> bytes));
     }
     if BASE_BITS == 8u {
-        let at = base + 4u * h;
-        return vec4<u32>(plane0[at], plane0[at + 1u], plane0[at + 2u], plane0[at + 3u]);
+        return Codes(plane0_words4(base), plane0_words4(base + 4u));
     }
-    // Two words of eight nibbles, then the high bits of plane1 above them.
-    let w0 = plane0[base + 2u * h];
-    let w1 = plane0[base + 2u * h + 1u];
-    var u = nibbles_to_bytes(vec4<u32>(w0, w0 >> 16u, w1, w1 >> 16u));
+    // Eight nibbles per word, then the high bits of plane1 above them.
+    let w = plane0_words4(base);
+    var lo = nibbles_to_bytes(vec4<u32>(w.x, w.x >> 16u, w.y, w.y >> 16u));
+    var hi = nibbles_to_bytes(vec4<u32>(w.z, w.z >> 16u, w.w, w.w >> 16u));
     let hbase = (P.off1 + row * P.stride1) / 4u + c * HIGH_BITS;
     if HIGH_BITS == 1u {
-        let bits = vec4<u32>(plane1[hbase]) >> (vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(16u * h));
-        u |= bits_to_bytes(bits) << vec4<u32>(4u);
+        let h = plane1[hbase];
+        lo |= bits_to_bytes(vec4<u32>(h) >> vec4<u32>(0u, 4u, 8u, 12u)) << vec4<u32>(4u);
+        hi |= bits_to_bytes(vec4<u32>(h) >> vec4<u32>(16u, 20u, 24u, 28u)) << vec4<u32>(4u);
     } else if HIGH_BITS == 2u {
-        let bits = vec4<u32>(plane1[hbase + h]) >> vec4<u32>(0u, 8u, 16u, 24u);
-        u |= pairs_to_bytes(bits) << vec4<u32>(4u);
+        lo |= pairs_to_bytes(vec4<u32>(plane1[hbase]) >> bytes) << vec4<u32>(4u);
+        hi |= pairs_to_bytes(vec4<u32>(plane1[hbase + 1u]) >> bytes) << vec4<u32>(4u);
     }
-    return u;
+    return Codes(lo, hi);
 }
 
 fn chunk_codes(row: u32, c: u32) -> Codes {
-    return Codes(signed_bytes(half_bytes(row, c, 0u)), signed_bytes(half_bytes(row, c, 1u)));
+    let u = stored_codes(row, c);
+    return Codes(signed_bytes(u[0]), signed_bytes(u[1]));
 }
 
 // The codes are the A32 levels, so the map is A32's: the group scale, no offset.
