@@ -43,8 +43,16 @@
 #     cmake --build /tmp/peer-cpu -j2 --target ggml-cpu
 #   PEER_TARGET_GFLOP=1 PEER_BIN=/tmp/llamacpp-peer/build/bin/test-backend-ops \
 #     LD_LIBRARY_PATH=/tmp/peer-cpu/bin tools/lavapipe-icount.sh peer iq1_s 1
-# Type names are ggml's (q4_K, iq1_s). n = 8 did not finish: lavapipe's LLVM was still compiling
-# llama.cpp's n = 8 matmul shader (coroutine splitting) after 90 minutes under valgrind.
+# Type names are ggml's (q4_K, iq1_s).
+#
+# llama.cpp's n = 8 shaders take lavapipe's LLVM hours to compile under callgrind (still in
+# coroutine splitting after 90 minutes). Compile them once under valgrind's no-op tool first:
+# valgrind's CPU (no AVX-512, another family) keys lavapipe's shader cache differently from the
+# native one, and a callgrind run on the same CPU then finds the compiled shader there (2026-12-04:
+# 6-12 minutes of `--tool=none`, then the count in 8-13):
+#   GGML_VK_VISIBLE_DEVICES=0 PEER_TARGET_GFLOP=1 LD_LIBRARY_PATH=/tmp/peer-cpu/bin \
+#     valgrind --tool=none "$PEER_BIN" perf -b Vulkan0 -o MUL_MAT -p "type_a=iq1_s,type_b=f32,m=4096,n=8,k=14336,"
+#   PEER_TARGET_GFLOP=1 PEER_BIN=... LD_LIBRARY_PATH=/tmp/peer-cpu/bin tools/lavapipe-icount.sh peer iq1_s 8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)

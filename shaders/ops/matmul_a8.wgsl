@@ -4,7 +4,8 @@
 // `d_x (a Σ code·x_code - b Σ x_code)`. `dot4` is dot4I8Packed (ops/dot4_packed.wgsl) or the
 // portable emulation (ops/dot4_emulated.wgsl). `lane_sums` is what ops/matmul.wgsl calls.
 //
-// The codec's A8 file (codecs/gguf_codes.wgsl, codecs/row_split_codes.wgsl) provides
+// The codec's A8 file (codecs/gguf_codes.wgsl, codecs/row_split_codes.wgsl,
+// codecs/block_scale_codes.wgsl) provides
 // `chunk_codes(row, c) -> Codes` and `chunk_affine8(row, c)` (a0, b0, a1, b1) for one chunk, and
 // `chunk_pair8(row, c) -> Pair8` for chunks c and c + 1 where A8_PAIRS (generated: src/gpu/
 // kernels.rs, a8_pairs) says the kernel goes a pair at a time.
