@@ -410,8 +410,9 @@ fn pair_iq1_m(base: u32, j: u32) -> Pair8 {
                  scale_iq1_m(sc, j) * 0.125, scale_iq1_m(sc, j + 1u) * 0.125);
 }
 
-// Chunks c and c + 1 (c even; A8_PAIRS: blocks of 64 values or more): the shared-word decoders above, or the
-// single-chunk ones twice for types whose sub-blocks share no code words (iq4_xs).
+// Chunks c and c + 1 (c even; A8_PAIRS: blocks of 64 values or more): the shared-word
+// decoders above, or the single-chunk ones twice for types whose sub-blocks share no code
+// words (iq4_xs).
 fn chunk_pair8(row: u32, c: u32) -> Pair8 {
     let base = block_base(row, c);
     let j = c % 8u;

@@ -24,12 +24,9 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
     var q: Chunk;
     let base = (P.off0 + row * P.stride0) / 4u + c * BASE_BITS;
     if BASE_BITS == 2u {
-        // q2 and t2: sixteen 2-bit words per u32, lowest lane lowest. Two u32 loads: half of a
-        // vec4 picked by the chunk's parity counted more (lavapipe, A8: 5.88 against 5.15
-        // shader instructions per weight).
-        let words = vec2<u32>(plane0[base], plane0[base + 1u]);
+        // q2 and t2: sixteen 2-bit words per u32, lowest lane lowest.
         for (var j = 0u; j < 2u; j++) {
-            let w = vec4<u32>(words[j]);
+            let w = vec4<u32>(plane0[base + j]);
             for (var t = 0u; t < 4u; t++) {
                 q[j * 4u + t] = signed_codes((w >> (vec4<u32>(0u, 2u, 4u, 6u) + vec4<u32>(8u * t))) & vec4<u32>(3u));
             }
