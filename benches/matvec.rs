@@ -28,7 +28,7 @@ fn matmul(c: &mut Criterion) {
     for format in Format::ALL.into_iter().filter(|f| f.category() != Category::DirectInt) {
         let tensor = EncodedTensor::encode(
             &random_words(format, &[N, K], 1, &mut rng, Words::Finite).expect("words"),
-            format.spec().layouts[0],
+            format.layout(),
         )
         .expect("encode");
         let uploaded = block_on(gpu.upload(&tensor.trusted())).expect("upload");

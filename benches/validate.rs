@@ -23,7 +23,7 @@ fn validate(c: &mut Criterion) {
         Format::Nvfp4,
     ] {
         let words = random_words(format, &SHAPE, 1, &mut rng, Words::Finite).expect("words");
-        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).expect("encode");
+        let t = EncodedTensor::encode(&words, format.layout()).expect("encode");
         group.throughput(Throughput::Bytes(t.payload().len() as u64));
         group.bench_function(format!("{format} scan"), |b| b.iter(|| t.validate().expect("valid")));
         group.bench_function(format!("{format} reference"), |b| {

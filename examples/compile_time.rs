@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Rng::new(1);
     let shape = [64, 1024];
     let words = random_words(format, &shape, 1, &mut rng, Words::Finite)?;
-    let tensor = EncodedTensor::encode(&words, format.spec().layouts[0])?;
+    let tensor = EncodedTensor::encode(&words, format.layout())?;
     let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
     // The variant the platform runs by default: the one the one-column kernel is built for.
     let variant = capability::best_variant(format, profile.op(), gpu.platform());

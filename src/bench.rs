@@ -120,7 +120,7 @@ pub fn bench_case(
     rng: &mut Rng,
 ) -> Result<BenchRow> {
     check_shape(n, k)?;
-    let layout = format.spec().layouts[0];
+    let layout = format.layout();
     // Sizes against the device before a single random word is made.
     let payload = TensorDesc::new(format, layout, &[n, k]).encoded_bytes()?;
     let output = match op {

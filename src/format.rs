@@ -5,13 +5,29 @@
 //! new variant, and the build then breaks everywhere a decision about it is needed.
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use std::fmt;
 use std::str::FromStr;
 
-/// A registered persistent numeric format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Format {
+/// Declares [`Format`] and [`Format::ALL`] from one list, so the list and its length cannot
+/// disagree and no count of formats is written anywhere.
+macro_rules! registry {
+    ($($variant:ident),+ $(,)?) => {
+        /// A registered persistent numeric format.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Format {
+            $($variant),+
+        }
+
+        impl Format {
+            /// How many formats the registry holds.
+            pub const COUNT: usize = [$(stringify!($variant)),+].len();
+            /// Every registered format, in the reference's order.
+            pub const ALL: [Format; Format::COUNT] = [$(Format::$variant),+];
+        }
+    };
+}
+
+registry! {
     Bf16,
     Fp32,
     Int32,
@@ -93,6 +109,68 @@ pub enum Geometry {
     Block { values: usize, bytes: usize },
 }
 
+/// Where a ggml block keeps its binary16 multipliers (ggml's block structs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum F16Fields {
+    /// Whole binary16 words at these byte offsets.
+    At(&'static [usize]),
+    /// iq1_m: one binary16 spread over the top nibbles of four u16 words from this offset.
+    TopNibbles(usize),
+}
+
+/// The i-quant grid a ggml type's decoders look their values up in (ggml's `*_grid` tables,
+/// kept in `src/gguf/tables.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grid {
+    Iq2Xxs,
+    Iq2Xs,
+    Iq2S,
+    Iq3Xxs,
+    Iq3S,
+    /// iq1_s and iq1_m share ggml's `iq1s_grid`.
+    Iq1S,
+}
+
+/// In which order a one-column product decodes and multiplies a row block: each row's chunk
+/// decoded and multiplied before the next is decoded, or every row decoded first. Which is
+/// faster depends on how a type's codes come out of its words; the measurements that chose
+/// each type's order are in docs/performance.md#matvec-row-order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatvecOrder {
+    RowAtATime,
+    RowsTogether,
+}
+
+/// How a ggml type's A8 codes come out of its blocks (`shaders/codecs/gguf_codes.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum A8Reader {
+    /// One chunk at a time: `codes_<type>` and `affine8_<type>`.
+    Chunk,
+    /// Two sub-blocks that share words at a time: `pair_<type>` (blocks of 64 values or more).
+    Pair,
+}
+
+/// Every per-type fact about one ggml block type, in one row: a new ggml type is a row here
+/// plus its decoders (the oracle's in `src/gguf/`, the WGSL ones named after `ggml_name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GgufType {
+    /// ggml's `enum ggml_type` value.
+    pub id: u32,
+    /// ggml's own name in lower case (`q4_k`); the WGSL decoders are `levels_<name>`,
+    /// `affine_<name>` and, for A8, `codes_<name>` + `affine8_<name>` or `pair_<name>`.
+    pub ggml_name: &'static str,
+    /// Values and bytes per block.
+    pub values: usize,
+    pub bytes: usize,
+    pub f16: F16Fields,
+    /// Whether the affine map subtracts an offset (`a q - b`: ggml's "min" k-quants).
+    pub offset: bool,
+    pub grid: Option<Grid>,
+    pub a8: A8Reader,
+    /// The A8 one-column kernel's row order (A32 is always row at a time).
+    pub a8_matvec: MatvecOrder,
+}
+
 /// One row of the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FormatSpec {
@@ -101,62 +179,24 @@ pub struct FormatSpec {
     /// Logical code (or word) width in bits; `None` for ggml blocks, whose codes vary per block.
     pub code_bits: Option<u32>,
     pub geometry: Geometry,
-    /// ggml's `enum ggml_type` value, for the formats GGUF files carry.
-    pub ggml_type: Option<u32>,
-    /// The layouts this format may be stored in (layouts.md's closed pair table).
-    pub layouts: &'static [Layout],
+    /// The ggml type, for the formats GGUF files carry as blocks.
+    pub gguf: Option<GgufType>,
 }
 
 impl Format {
-    /// Every registered format, in the reference's order.
-    pub const ALL: [Format; 30] = [
-        Format::Bf16,
-        Format::Fp32,
-        Format::Int32,
-        Format::Q2G64Fp16,
-        Format::Q4G64Fp16,
-        Format::Q5G64Fp16,
-        Format::Q6G64Fp16,
-        Format::Q8G32Fp16,
-        Format::T2G128Fp16,
-        Format::Nvfp4,
-        Format::Fp8E4m3fnRowBf16,
-        Format::Fp8E4m3fnRowFp16,
-        Format::GgufQ8_0,
-        Format::GgufQ4_0,
-        Format::GgufQ5_0,
-        Format::GgufQ2_0,
-        Format::GgufQ2K,
-        Format::GgufQ3K,
-        Format::GgufQ4K,
-        Format::GgufQ5K,
-        Format::GgufQ6K,
-        Format::GgufIq2Xxs,
-        Format::GgufIq2Xs,
-        Format::GgufIq3Xxs,
-        Format::GgufIq1S,
-        Format::GgufIq4Nl,
-        Format::GgufIq3S,
-        Format::GgufIq2S,
-        Format::GgufIq4Xs,
-        Format::GgufIq1M,
-    ];
-
     /// The registry row. This match is the single source of truth for format facts.
     pub const fn spec(self) -> FormatSpec {
+        use A8Reader::{Chunk, Pair};
         use CodeMapping::*;
         use Format::*;
-        const DIRECT: &[Layout] = &[Layout::ContiguousLeV1];
-        const SPLIT: &[Layout] = &[Layout::RowSplitK128V1];
-        const GGUF: &[Layout] = &[Layout::GgufBlocksV1];
+        use MatvecOrder::{RowAtATime, RowsTogether};
         const fn direct(name: &'static str, category: Category, bytes: usize) -> FormatSpec {
             FormatSpec {
                 name,
                 category,
                 code_bits: Some(8 * bytes as u32),
                 geometry: Geometry::Direct { bytes },
-                ggml_type: None,
-                layouts: DIRECT,
+                gguf: None,
             }
         }
         const fn grouped(
@@ -172,20 +212,36 @@ impl Format {
                 category: Category::Grouped,
                 code_bits: Some(bits),
                 geometry: Geometry::Grouped { group, qmin, qmax, mapping },
-                ggml_type: None,
-                layouts: SPLIT,
+                gguf: None,
             }
         }
-        const fn gguf(name: &'static str, ggml_type: u32, values: usize, bytes: usize) -> FormatSpec {
+        const fn gguf(name: &'static str, t: GgufType) -> FormatSpec {
             FormatSpec {
                 name,
                 category: Category::GgufBlock,
                 code_bits: None,
-                geometry: Geometry::Block { values, bytes },
-                ggml_type: Some(ggml_type),
-                layouts: GGUF,
+                geometry: Geometry::Block { values: t.values, bytes: t.bytes },
+                gguf: Some(t),
             }
         }
+        // ggml's types: id, name, values and bytes per block, binary16 fields, offset, grid,
+        // A8 reader, A8 matvec order.
+        #[allow(clippy::too_many_arguments)]
+        const fn ggml(
+            id: u32,
+            ggml_name: &'static str,
+            values: usize,
+            bytes: usize,
+            f16: F16Fields,
+            offset: bool,
+            grid: Option<Grid>,
+            a8: A8Reader,
+            a8_matvec: MatvecOrder,
+        ) -> GgufType {
+            GgufType { id, ggml_name, values, bytes, f16, offset, grid, a8, a8_matvec }
+        }
+        const D: F16Fields = F16Fields::At(&[0]);
+        const DM: F16Fields = F16Fields::At(&[0, 2]);
         match self {
             Bf16 => direct("bf16", Category::DirectFloat, 2),
             Fp32 => direct("fp32", Category::DirectFloat, 4),
@@ -201,43 +257,55 @@ impl Format {
                 category: Category::BlockScaledFloat,
                 code_bits: Some(4),
                 geometry: Geometry::BlockScaled { group: 16 },
-                ggml_type: None,
-                layouts: &[Layout::BlockScaleK16M128x4V1],
+                gguf: None,
             },
             Fp8E4m3fnRowBf16 => FormatSpec {
                 name: "fp8_e4m3fn_row_bf16",
                 category: Category::RowScaledFloat,
                 code_bits: Some(8),
                 geometry: Geometry::RowScaled { scale: ScaleWord::Bf16 },
-                ggml_type: None,
-                layouts: &[Layout::RowScaleV1],
+                gguf: None,
             },
             Fp8E4m3fnRowFp16 => FormatSpec {
                 name: "fp8_e4m3fn_row_fp16",
                 category: Category::RowScaledFloat,
                 code_bits: Some(8),
                 geometry: Geometry::RowScaled { scale: ScaleWord::Binary16 },
-                ggml_type: None,
-                layouts: &[Layout::RowInterleavedV1],
+                gguf: None,
             },
-            GgufQ8_0 => gguf("gguf_q8_0", 8, 32, 34),
-            GgufQ4_0 => gguf("gguf_q4_0", 2, 32, 18),
-            GgufQ5_0 => gguf("gguf_q5_0", 6, 32, 22),
-            GgufQ2_0 => gguf("gguf_q2_0", 42, 64, 18),
-            GgufQ2K => gguf("gguf_q2_k", 10, 256, 84),
-            GgufQ3K => gguf("gguf_q3_k", 11, 256, 110),
-            GgufQ4K => gguf("gguf_q4_k", 12, 256, 144),
-            GgufQ5K => gguf("gguf_q5_k", 13, 256, 176),
-            GgufQ6K => gguf("gguf_q6_k", 14, 256, 210),
-            GgufIq2Xxs => gguf("gguf_iq2_xxs", 16, 256, 66),
-            GgufIq2Xs => gguf("gguf_iq2_xs", 17, 256, 74),
-            GgufIq3Xxs => gguf("gguf_iq3_xxs", 18, 256, 98),
-            GgufIq1S => gguf("gguf_iq1_s", 19, 256, 50),
-            GgufIq4Nl => gguf("gguf_iq4_nl", 20, 32, 18),
-            GgufIq3S => gguf("gguf_iq3_s", 21, 256, 110),
-            GgufIq2S => gguf("gguf_iq2_s", 22, 256, 82),
-            GgufIq4Xs => gguf("gguf_iq4_xs", 23, 256, 136),
-            GgufIq1M => gguf("gguf_iq1_m", 29, 256, 56),
+            GgufQ8_0 => gguf("gguf_q8_0", ggml(8, "q8_0", 32, 34, D, false, None, Chunk, RowsTogether)),
+            GgufQ4_0 => gguf("gguf_q4_0", ggml(2, "q4_0", 32, 18, D, false, None, Chunk, RowsTogether)),
+            GgufQ5_0 => gguf("gguf_q5_0", ggml(6, "q5_0", 32, 22, D, false, None, Chunk, RowAtATime)),
+            GgufQ2_0 => gguf("gguf_q2_0", ggml(42, "q2_0", 64, 18, D, false, None, Chunk, RowAtATime)),
+            GgufQ2K => {
+                gguf("gguf_q2_k", ggml(10, "q2_k", 256, 84, F16Fields::At(&[80, 82]), true, None, Pair, RowAtATime))
+            }
+            GgufQ3K => {
+                gguf("gguf_q3_k", ggml(11, "q3_k", 256, 110, F16Fields::At(&[108]), false, None, Pair, RowAtATime))
+            }
+            GgufQ4K => gguf("gguf_q4_k", ggml(12, "q4_k", 256, 144, DM, true, None, Pair, RowAtATime)),
+            GgufQ5K => gguf("gguf_q5_k", ggml(13, "q5_k", 256, 176, DM, true, None, Pair, RowAtATime)),
+            GgufQ6K => {
+                gguf("gguf_q6_k", ggml(14, "q6_k", 256, 210, F16Fields::At(&[208]), false, None, Pair, RowAtATime))
+            }
+            GgufIq2Xxs => {
+                gguf("gguf_iq2_xxs", ggml(16, "iq2_xxs", 256, 66, D, false, Some(Grid::Iq2Xxs), Pair, RowAtATime))
+            }
+            GgufIq2Xs => {
+                gguf("gguf_iq2_xs", ggml(17, "iq2_xs", 256, 74, D, false, Some(Grid::Iq2Xs), Pair, RowAtATime))
+            }
+            GgufIq3Xxs => {
+                gguf("gguf_iq3_xxs", ggml(18, "iq3_xxs", 256, 98, D, false, Some(Grid::Iq3Xxs), Pair, RowAtATime))
+            }
+            GgufIq1S => gguf("gguf_iq1_s", ggml(19, "iq1_s", 256, 50, D, false, Some(Grid::Iq1S), Pair, RowAtATime)),
+            GgufIq4Nl => gguf("gguf_iq4_nl", ggml(20, "iq4_nl", 32, 18, D, false, None, Chunk, RowAtATime)),
+            GgufIq3S => gguf("gguf_iq3_s", ggml(21, "iq3_s", 256, 110, D, false, Some(Grid::Iq3S), Pair, RowAtATime)),
+            GgufIq2S => gguf("gguf_iq2_s", ggml(22, "iq2_s", 256, 82, D, false, Some(Grid::Iq2S), Pair, RowAtATime)),
+            GgufIq4Xs => gguf("gguf_iq4_xs", ggml(23, "iq4_xs", 256, 136, D, false, None, Chunk, RowAtATime)),
+            GgufIq1M => gguf(
+                "gguf_iq1_m",
+                ggml(29, "iq1_m", 256, 56, F16Fields::TopNibbles(48), false, Some(Grid::Iq1S), Pair, RowAtATime),
+            ),
         }
     }
 
@@ -264,26 +332,14 @@ impl Format {
         }
     }
 
-    /// Whether `layout` is one this format may be stored in.
-    pub fn allows(self, layout: Layout) -> bool {
-        self.spec().layouts.contains(&layout)
+    /// The ggml block type of a gguf_* format.
+    pub const fn gguf(self) -> Option<GgufType> {
+        self.spec().gguf
     }
 
-    /// The format whose ggml type id is `id`, if it is registered.
+    /// The format whose ggml type id is `id`, if it is registered as blocks.
     pub fn from_ggml_type(id: u32) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.spec().ggml_type == Some(id))
-    }
-
-    /// Checks that this format may use `layout`, naming the allowed layouts otherwise.
-    pub fn check_layout(self, layout: Layout) -> Result<()> {
-        if self.allows(layout) {
-            return Ok(());
-        }
-        Err(Error::FormatLayout {
-            format: self.name(),
-            layout: layout.name(),
-            allowed: self.spec().layouts.first().map(|l| l.name()).unwrap_or("no layout"),
-        })
+        Format::ALL.into_iter().find(|f| f.gguf().map(|t| t.id) == Some(id))
     }
 
     /// The grouped-format facts `(group, qmin, qmax, mapping)`; `None` for other categories.

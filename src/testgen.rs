@@ -5,7 +5,7 @@
 //! 0x7BFF, negative scales, +0 scales with zero codes, codes at the interval ends.
 
 use crate::error::{Error, Result};
-use crate::format::{CodeMapping, Format, Geometry, ScaleWord};
+use crate::format::{CodeMapping, F16Fields, Format, Geometry, ScaleWord};
 use crate::words::{BlockWords, DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
 
 /// SplitMix64: tiny, fast, and good enough to pick words; not for cryptography.
@@ -184,29 +184,6 @@ fn fp8_row(format: Format, scale: ScaleWord, n: usize, k: usize, rng: &mut Rng) 
     Fp8RowWords { format, n, k, codes, scales }
 }
 
-/// Where a ggml block keeps its binary16 multipliers (layouts.md).
-enum F16Fields {
-    /// Whole words at these byte offsets.
-    At(&'static [usize]),
-    /// iq1_m: one word spread over the top nibbles of four u16 words starting at this offset.
-    TopNibbles(usize),
-}
-
-fn gguf_f16_fields(format: Format) -> Option<F16Fields> {
-    use Format::*;
-    match format {
-        GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufIq4Nl | GgufIq4Xs | GgufIq2Xxs | GgufIq2Xs | GgufIq2S
-        | GgufIq3Xxs | GgufIq3S | GgufIq1S => Some(F16Fields::At(&[0])),
-        GgufQ2K => Some(F16Fields::At(&[80, 82])),
-        GgufQ3K => Some(F16Fields::At(&[108])),
-        GgufQ4K | GgufQ5K => Some(F16Fields::At(&[0, 2])),
-        GgufQ6K => Some(F16Fields::At(&[208])),
-        GgufIq1M => Some(F16Fields::TopNibbles(48)),
-        Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4
-        | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => None,
-    }
-}
-
 /// Random ggml blocks: random bytes with finite binary16 multipliers (the edge scales included).
 fn gguf_blocks(
     format: Format,
@@ -217,8 +194,7 @@ fn gguf_blocks(
     rng: &mut Rng,
     words: Words,
 ) -> Result<BlockWords> {
-    let fields =
-        gguf_f16_fields(format).ok_or_else(|| Error::Unsupported(format!("{format} is not a GGUF block format")))?;
+    let fields = format.gguf().ok_or_else(|| Error::Unsupported(format!("{format} is not a GGUF block format")))?.f16;
     if !k.is_multiple_of(values) {
         return Err(Error::Words(format!("{format}: K = {k} is not a multiple of {values}")));
     }

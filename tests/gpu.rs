@@ -177,7 +177,7 @@ fn vec4_and_word_loads_give_identical_results() {
             (Format::Fp32, vec![9, 1000]),
         ] {
             let w = random_words(format, &shape, 1, &mut rng, Words::Finite).unwrap();
-            let t = EncodedTensor::encode(&w, format.spec().layouts[0]).unwrap();
+            let t = EncodedTensor::encode(&w, format.layout()).unwrap();
             // The two devices really plan the two paths.
             let validated = t.validate().unwrap();
             let vec0 = |gpu: &Gpu| -> Vec<u32> {
@@ -246,7 +246,7 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
     let mut rng = Rng::new(seed);
     for (format, shape, divisors) in large_cases() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
-        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+        let t = EncodedTensor::encode(&words, format.layout()).unwrap();
         assert!(t.payload().len() > 1 << 20, "{format}: the payload must exceed one binding");
         let (a, b) = (
             block_on(full.upload(&t.validate().unwrap())).unwrap(),
@@ -312,7 +312,7 @@ fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
     let mut rng = Rng::new(seed);
     for (format, shape, divisors) in split_cases() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
-        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+        let t = EncodedTensor::encode(&words, format.layout()).unwrap();
         let v = t.validate().unwrap();
         let mut reported = 0;
         let a = block_on(full.upload(&v)).unwrap();

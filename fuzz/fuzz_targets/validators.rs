@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => (vec![1 + *a as usize % 5, 1 + *b as usize % 300], 1),
     };
-    let Ok(g) = PayloadGeometry::new(format, format.spec().layouts[0], &shape, divisors) else { return };
+    let Ok(g) = PayloadGeometry::new(format, format.layout(), &shape, divisors) else { return };
     if body.is_empty() {
         return;
     }

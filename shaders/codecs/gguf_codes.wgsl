@@ -1,10 +1,11 @@
 // gguf_blocks_v1 as the A8 profile reads it: each chunk's weights as 32 int8 codes packed four
 // per u32 (values 0..15 in Codes[0], 16..31 in Codes[1], lowest byte first) and the affine map
 // `w = a · code - b` per 16-value half, in the same (a0, b0, a1, b1) order as chunk_affine.
-// Included after codecs/gguf_blocks.wgsl, whose loaders and A32 maps it reuses. Each ggml type
-// has one decoder, dispatched on the same IS_* flags: `codes_<type>` for a chunk alone
-// (chunk_codes: the 32- and 64-value blocks, and iq4_xs), or `pair_<type>` for two sub-blocks of
-// a 256-value block that share words (chunk_pair8: the k-quants and the grid i-quants).
+// Included after shaders/codecs/gguf_blocks.wgsl, whose loaders and A32 maps it reuses. Each ggml type
+// has one decoder, named by the registry's A8 reader (src/format.rs, A8Reader) and called through
+// block_codes, block_affine8 and block_pair8, which the host generates: `codes_<type>` with
+// `affine8_<type>` for a chunk alone (the 32- and 64-value blocks, and iq4_xs), or `pair_<type>`
+// for two sub-blocks of a 256-value block that share words (the k-quants and grid i-quants).
 //
 // Codes are whole words of the block masked and shifted in place wherever the stored bits allow
 // (four weights per operation): a level with an offset (q4_0's nibble - 8, q3_K's, q6_K's - 32)
@@ -32,7 +33,7 @@ fn spread16(b: u32) -> vec4<u32> {
 
 // The bytes of `g` negated where bits 0..3 of `bits` are set: (g ^ 0xff) + 1 per byte, which
 // carries into the next byte only for g = 0 — and no grid byte is 0: iq2's are its three levels
-// (grid_iq2), iq3's stored words (src/gpu/kernels.rs tests both).
+// (grid_iq2), iq3's stored words (src/gpu/kernels/tests.rs tests both).
 fn negate_where(g: u32, bits: u32) -> u32 {
     let ones = spread4(bits);
     return (g ^ (ones * 0xffu)) + ones;
@@ -60,6 +61,32 @@ fn kvalue_words(n: vec4<u32>) -> vec4<u32> {
 
 fn with_offsets(f: vec4<f32>, k: f32) -> vec4<f32> {
     return vec4<f32>(f.x, k * f.x, f.z, k * f.z);
+}
+
+// The chunk decoders' maps: the A32 map where the codes are the A32 levels, with the offset
+// where they differ (q4_0's nibble - 8 keeps the unsigned nibble as its code).
+fn affine8_q8_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return scale_only(f16_at(base));
+}
+
+fn affine8_iq4_nl(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return scale_only(f16_at(base));
+}
+
+fn affine8_q4_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return with_offsets(scale_only(f16_at(base)), 8.0);
+}
+
+fn affine8_q5_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return with_offsets(scale_only(f16_at(base)), 16.0);
+}
+
+fn affine8_q2_0(base: u32, j: u32, c: u32) -> vec4<f32> {
+    return with_offsets(scale_only(f16_at(base)), 1.0);
+}
+
+fn affine8_iq4_xs(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return affine_iq4_xs(base, j, in_row);
 }
 
 // ---- legacy blocks ---------------------------------------------------------------------------
@@ -94,7 +121,7 @@ fn starts_half_way(base: u32) -> bool {
     return (base & 2u) != 0u;
 }
 
-fn codes_q8_0(base: u32) -> Codes {
+fn codes_q8_0(base: u32, j: u32, in_row: u32) -> Codes {
     let win = block_window(base);
     let half = starts_half_way(base);
     return Codes(window_words4(win, 0u, half), window_words4(win, 4u, half));
@@ -111,12 +138,12 @@ fn legacy_nibble_codes(qs: u32) -> Codes {
 }
 
 // q4_0's and iq4_nl's 16 nibble bytes after d.
-fn codes_q4_0(base: u32) -> Codes {
+fn codes_q4_0(base: u32, j: u32, in_row: u32) -> Codes {
     return nibble_codes(window_words4(block_window(base), 0u, starts_half_way(base)));
 }
 
 // d, qh (bytes 2..6), then 16 nibble bytes.
-fn codes_q5_0(base: u32) -> Codes {
+fn codes_q5_0(base: u32, j: u32, in_row: u32) -> Codes {
     let win = block_window(base);
     let half = starts_half_way(base);
     let n = nibble_codes(window_words4(win, 1u, half));
@@ -124,13 +151,13 @@ fn codes_q5_0(base: u32) -> Codes {
     return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
 }
 
-fn codes_iq4_nl(base: u32) -> Codes {
-    let n = codes_q4_0(base);
+fn codes_iq4_nl(base: u32, j: u32, in_row: u32) -> Codes {
+    let n = codes_q4_0(base, 0u, 0u);
     return Codes(kvalue_words(n[0]), kvalue_words(n[1]));
 }
 
 // q2_0 chunk half h: bytes [8h, 8h + 8) of the codes, each byte four 2-bit values.
-fn codes_q2_0(base: u32, c: u32) -> Codes {
+fn codes_q2_0(base: u32, sub: u32, c: u32) -> Codes {
     var q: Codes;
     for (var j = 0u; j < 2u; j++) {
         let w = block_u32_at(base + 2u + 8u * (c % 2u) + 4u * j);
@@ -243,7 +270,7 @@ fn iq1_m_codes(qs: u32, qh: u32) -> Codes {
     return from_groups(g[0], g[1], g[2], g[3]);
 }
 
-fn codes_iq4_xs(base: u32, ib: u32) -> Codes {
+fn codes_iq4_xs(base: u32, ib: u32, in_row: u32) -> Codes {
     let n = legacy_nibble_codes(base + 8u + 16u * ib);
     return Codes(kvalue_words(n[0]), kvalue_words(n[1]));
 }
@@ -254,7 +281,7 @@ fn codes_iq4_xs(base: u32, ib: u32) -> Codes {
 // shared word once, which on CPU drivers (one bounds-checked load per invocation per word) is
 // most of a chunk's cost.
 
-fn pair_q4_k(base: u32, j: u32, qs: u32) -> Pair8 {
+fn pair_q4_k_at(base: u32, j: u32, qs: u32) -> Pair8 {
     let w0 = words4(qs + 32u * (j / 2u));
     let w1 = words4(qs + 32u * (j / 2u) + 16u);
     // d, dmin and the 12 scale bytes: the block's first four words.
@@ -268,8 +295,12 @@ fn pair_q4_k(base: u32, j: u32, qs: u32) -> Pair8 {
                  vec4<f32>(dm.x * sb.x, dm.y * sb.y, dm.x * sb.x, dm.y * sb.y));
 }
 
-fn pair_q5_k(base: u32, j: u32) -> Pair8 {
-    var p = pair_q4_k(base, j, base + 48u);
+fn pair_q4_k(base: u32, j: u32, in_row: u32) -> Pair8 {
+    return pair_q4_k_at(base, j, base + 16u);
+}
+
+fn pair_q5_k(base: u32, j: u32, in_row: u32) -> Pair8 {
+    var p = pair_q4_k_at(base, j, base + 48u);
     let h0 = words4(base + 16u);
     let h1 = words4(base + 32u);
     let sa = vec4<u32>(j);
@@ -290,7 +321,7 @@ fn two_bit_pair(qs: u32, j: u32) -> array<Codes, 2> {
                            Codes((w0 >> sb) & LOW_PAIRS, (w1 >> sb) & LOW_PAIRS));
 }
 
-fn pair_q2_k(base: u32, j: u32) -> Pair8 {
+fn pair_q2_k(base: u32, j: u32, in_row: u32) -> Pair8 {
     let c = two_bit_pair(base + 16u, j);
     let dm = f16_pair_at(base + 80u);
     // Scales is..is + 3 (is = two_bit_scale_index(j), a multiple of 4): one word.
@@ -302,7 +333,7 @@ fn pair_q2_k(base: u32, j: u32) -> Pair8 {
                  vec4<f32>(dm.x * lo.z, dm.y * hi.z, dm.x * lo.w, dm.y * hi.w));
 }
 
-fn pair_q3_k(base: u32, j: u32) -> Pair8 {
+fn pair_q3_k(base: u32, j: u32, in_row: u32) -> Pair8 {
     let low = two_bit_pair(base + 32u, j);
     let m0 = words4(base);
     let m1 = words4(base + 16u);
@@ -323,7 +354,7 @@ fn pair_q3_k(base: u32, j: u32) -> Pair8 {
     return Pair8(a, b, vec4<f32>(sc.x, 4.0 * sc.x, sc.y, 4.0 * sc.y), vec4<f32>(sc.z, 4.0 * sc.z, sc.w, 4.0 * sc.w));
 }
 
-fn pair_q6_k(base: u32, j: u32) -> Pair8 {
+fn pair_q6_k(base: u32, j: u32, in_row: u32) -> Pair8 {
     let n = j / 4u;
     let t = j % 4u;
     let ql = base + 64u * n;
@@ -346,16 +377,17 @@ fn pair_q6_k(base: u32, j: u32) -> Pair8 {
 // i-quant sub-blocks j and j + 1 (j even): their index and sign bytes lie side by side, so a pair
 // loads them as one window (16 bytes at a 2-byte offset: five aligned words) and d once, where
 // two single sub-blocks took 12 to 16 loads (iq2_xs: 7 instead of 12). Every load with a
-// per-invocation address is a per-lane loop of about 15 instructions on lavapipe (README, "Why
-// four types stay under 2×, counted"), most of an i-quant's count.
+// per-invocation address is a per-lane loop on lavapipe, most of an i-quant's count
+// (docs/performance.md#every-load-is-a-per-lane-loop-on-lavapipe,
+// docs/performance.md#i-quant-pair-decoders).
 
-fn pair_iq2_xxs(base: u32, j: u32) -> Pair8 {
+fn pair_iq2_xxs(base: u32, j: u32, in_row: u32) -> Pair8 {
     let w = block_words4(base + 2u + 8u * j);
     let d = f16_at(base);
     return Pair8(iq2_xxs_codes(w.x, w.y), iq2_xxs_codes(w.z, w.w), scale_iq2_xxs(d, w.y), scale_iq2_xxs(d, w.w));
 }
 
-fn pair_iq2_xs(base: u32, j: u32) -> Pair8 {
+fn pair_iq2_xs(base: u32, j: u32, in_row: u32) -> Pair8 {
     let w = block_words4(base + 2u + 8u * j);
     // The two sub-blocks' scale bytes: one u16 (j is even).
     let sc = u16_at(base + 66u + j);
@@ -363,7 +395,7 @@ fn pair_iq2_xs(base: u32, j: u32) -> Pair8 {
     return Pair8(iq2_xs_codes(w.xy), iq2_xs_codes(w.zw), nibble_scales(d, sc & 255u), nibble_scales(d, sc >> 8u));
 }
 
-fn pair_iq2_s(base: u32, j: u32) -> Pair8 {
+fn pair_iq2_s(base: u32, j: u32, in_row: u32) -> Pair8 {
     let qs = block_words2(base + 2u + 4u * j);
     let sg = block_words2(base + 34u + 4u * j);
     let qh = u16_at(base + 66u + j);
@@ -373,14 +405,14 @@ fn pair_iq2_s(base: u32, j: u32) -> Pair8 {
                  nibble_scales(d, sc & 255u), nibble_scales(d, sc >> 8u));
 }
 
-fn pair_iq3_xxs(base: u32, j: u32) -> Pair8 {
+fn pair_iq3_xxs(base: u32, j: u32, in_row: u32) -> Pair8 {
     let w = block_words4(base + 2u + 8u * j);
     let sg = block_words2(base + 66u + 4u * j);
     let d = f16_at(base);
     return Pair8(iq3_xxs_codes(w.x, w.y, sg.x), iq3_xxs_codes(w.z, w.w, sg.y), scale_iq3_xxs(d, sg.x), scale_iq3_xxs(d, sg.y));
 }
 
-fn pair_iq3_s(base: u32, j: u32) -> Pair8 {
+fn pair_iq3_s(base: u32, j: u32, in_row: u32) -> Pair8 {
     let w = block_words4(base + 2u + 8u * j);
     let qh = u16_at(base + 66u + j);
     let sg = block_words2(base + 74u + 4u * j);
@@ -392,7 +424,7 @@ fn pair_iq3_s(base: u32, j: u32) -> Pair8 {
 }
 
 // iq1's codes are 8 g ± 1 (gguf_codes' header): the map carries the 1/8.
-fn pair_iq1_s(base: u32, j: u32) -> Pair8 {
+fn pair_iq1_s(base: u32, j: u32, in_row: u32) -> Pair8 {
     let qs = block_words2(base + 2u + 4u * j);
     // The two sub-blocks' u16 qh.
     let qh = block_u32_at(base + 34u + 2u * j);
@@ -402,7 +434,7 @@ fn pair_iq1_s(base: u32, j: u32) -> Pair8 {
     return Pair8(iq1_s_codes(qs.x, qa), iq1_s_codes(qs.y, qb), scale_iq1_s(d, qa) * 0.125, scale_iq1_s(d, qb) * 0.125);
 }
 
-fn pair_iq1_m(base: u32, j: u32) -> Pair8 {
+fn pair_iq1_m(base: u32, j: u32, in_row: u32) -> Pair8 {
     let qs = block_words2(base + 4u * j);
     let qh = block_u32_at(base + 32u + 2u * j);
     let sc = block_words2(base + 48u);
@@ -410,24 +442,13 @@ fn pair_iq1_m(base: u32, j: u32) -> Pair8 {
                  scale_iq1_m(sc, j) * 0.125, scale_iq1_m(sc, j + 1u) * 0.125);
 }
 
-// Chunks c and c + 1 (c even; A8_PAIRS: blocks of 64 values or more): the shared-word
-// decoders above, or the single-chunk ones twice for types whose sub-blocks share no code
-// words (iq4_xs).
+// Chunks c and c + 1 (c even; A8_PAIRS: blocks of 64 values or more): the type's shared-word
+// decoder where it has one (PAIR_DECODER, generated from the registry's A8 reader), or its
+// single-chunk decoder twice (q2_0, iq4_xs).
 fn chunk_pair8(row: u32, c: u32) -> Pair8 {
-    let base = block_base(row, c);
-    let j = c % 8u;
-    if IS_Q4_K { return pair_q4_k(base, j, base + 16u); }
-    if IS_Q5_K { return pair_q5_k(base, j); }
-    if IS_Q2_K { return pair_q2_k(base, j); }
-    if IS_Q3_K { return pair_q3_k(base, j); }
-    if IS_Q6_K { return pair_q6_k(base, j); }
-    if IS_IQ2_XXS { return pair_iq2_xxs(base, j); }
-    if IS_IQ2_XS { return pair_iq2_xs(base, j); }
-    if IS_IQ2_S { return pair_iq2_s(base, j); }
-    if IS_IQ3_XXS { return pair_iq3_xxs(base, j); }
-    if IS_IQ3_S { return pair_iq3_s(base, j); }
-    if IS_IQ1_S { return pair_iq1_s(base, j); }
-    if IS_IQ1_M { return pair_iq1_m(base, j); }
+    if PAIR_DECODER {
+        return block_pair8(block_base(row, c), c % 8u, c);
+    }
     return Pair8(chunk_codes(row, c), chunk_codes(row, c + 1u), chunk_affine8(row, c), chunk_affine8(row, c + 1u));
 }
 
@@ -439,26 +460,9 @@ fn nan_codes() -> Codes {
 }
 
 fn chunk_codes(row: u32, c: u32) -> Codes {
-    let base = block_base(row, c);
-    let j = c % 8u;
-    if IS_Q8_0 { return codes_q8_0(base); }
-    if IS_Q4_0 { return codes_q4_0(base); }
-    if IS_Q5_0 { return codes_q5_0(base); }
-    if IS_IQ4_NL { return codes_iq4_nl(base); }
-    if IS_Q2_0 { return codes_q2_0(base, c); }
-    if IS_IQ4_XS { return codes_iq4_xs(base, j); }
-    return nan_codes();
+    return block_codes(block_base(row, c), c % 8u, c);
 }
 
-// The map of a chunk alone (chunk_codes' types): the A32 map where the codes are the A32 levels,
-// with the offset where they differ.
 fn chunk_affine8(row: u32, c: u32) -> vec4<f32> {
-    let base = block_base(row, c);
-    let j = c % 8u;
-    if IS_Q8_0 || IS_IQ4_NL { return scale_only(f16_at(base)); }
-    if IS_Q4_0 { return with_offsets(scale_only(f16_at(base)), 8.0); }
-    if IS_Q5_0 { return with_offsets(scale_only(f16_at(base)), 16.0); }
-    if IS_Q2_0 { return with_offsets(scale_only(f16_at(base)), 1.0); }
-    if IS_IQ4_XS { return affine_iq4_xs(base, j); }
-    return vec4<f32>(poison_f32());
+    return block_affine8(block_base(row, c), c % 8u, c);
 }

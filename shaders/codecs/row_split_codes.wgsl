@@ -1,6 +1,6 @@
-// row_split_k128_v1 as the A8 profile reads it (ops/matmul_a8.wgsl's codec interface): each
+// row_split_k128_v1 as the A8 profile reads it (shaders/ops/matmul_a8.wgsl's codec interface): each
 // chunk's signed codes as 32 int8 bytes packed four per u32, and the A32 map. Included after
-// codecs/row_split.wgsl, whose plane layout it reads the same way: base bits in plane0, high bits
+// shaders/codecs/row_split.wgsl, whose plane layout it reads the same way: base bits in plane0, high bits
 // in plane1, the group scale from chunk_affine.
 //
 // The codes go to bytes four at a time (one u32 of four values per operation, whole vec4s of
@@ -26,14 +26,19 @@ fn signed_bytes(u: vec4<u32>) -> vec4<u32> {
 fn stored_codes(row: u32, c: u32) -> Codes {
     let base = (P.off0 + row * P.stride0) / 4u + c * BASE_BITS;
     let bytes = vec4<u32>(0u, 8u, 16u, 24u);
-    if BASE_BITS == 2u {
-        // A word per half of sixteen 2-bit codes: two u32 loads (half of a vec4 picked by the
-        // chunk's parity counted more on lavapipe: 5.88 against 5.15 per weight).
+    if PACK_CRUMBS {
+        // A word per half of sixteen 2-bit codes: two u32 loads, which count fewer instructions
+        // on lavapipe than half of a vec4 picked by the chunk's parity
+        // (docs/performance.md#kernel-geometry).
         let w = vec2<u32>(plane0[base], plane0[base + 1u]);
         return Codes(pairs_to_bytes(vec4<u32>(w.x) >> bytes), pairs_to_bytes(vec4<u32>(w.y) >> bytes));
     }
-    if BASE_BITS == 8u {
+    if PACK_BYTES {
         return Codes(plane0_words4(base), plane0_words4(base + 4u));
+    }
+    if !PACK_NIBBLES {
+        // No packing this codec reads: chunk_affine8 makes the chunk NaN.
+        return Codes(vec4<u32>(0u), vec4<u32>(0u));
     }
     // Eight nibbles per word, then the high bits of plane1 above them.
     let w = plane0_words4(base);
@@ -58,11 +63,14 @@ fn chunk_codes(row: u32, c: u32) -> Codes {
 
 // The codes are the A32 levels, so the map is A32's: the group scale, no offset.
 fn chunk_affine8(row: u32, c: u32) -> vec4<f32> {
+    if !(PACK_CRUMBS || PACK_NIBBLES || PACK_BYTES) {
+        return vec4<f32>(poison_f32());
+    }
     return chunk_affine(row, c);
 }
 
-// Only what ops/matmul_a8.wgsl's pair path needs to compile: grouped kernels go a chunk at a time
-// (A8_PAIRS is false for them: src/gpu/kernels.rs, a8_pairs).
+// Only what shaders/ops/matmul_a8.wgsl's pair path needs to compile: grouped kernels go a chunk at a time
+// (A8_PAIRS is false for them: src/gpu/kernels/mod.rs, a8_pairs).
 fn chunk_pair8(row: u32, c: u32) -> Pair8 {
     return Pair8(chunk_codes(row, c), chunk_codes(row, c + 1u), chunk_affine8(row, c), chunk_affine8(row, c + 1u));
 }

@@ -546,7 +546,7 @@ pub async fn run_case(
         Op::Matmul | Op::MatmulA8 => Words::Finite,
     };
     let logical = random_words(format, shape, divisors(format, shape), rng, words)?;
-    let tensor = EncodedTensor::encode(&logical, format.spec().layouts[0])?;
+    let tensor = EncodedTensor::encode(&logical, format.layout())?;
     match op {
         Op::Dequant => check_dequant(gpu, &tensor).await,
         Op::Gather => {
@@ -572,7 +572,7 @@ pub async fn run(
     let mut rng = Rng::new(seed);
     let mut results = Vec::new();
     for &format in formats {
-        let layout = format.spec().layouts[0];
+        let layout = format.layout();
         for op in Op::ALL {
             for variant in Variant::ALL {
                 if capability::status(format, layout, op, variant, Some(gpu.platform())) != Status::Supported {

@@ -88,10 +88,8 @@ pub fn fp8_row_maxabs(format: Format, n: usize, k: usize, source: Source) -> Res
             encode_row(row, scale, &mut codes).map_err(|e| Error::Words(format!("fp8_row_maxabs: row {r}: {e}")))?,
         );
     }
-    let tensor = EncodedTensor::encode(
-        &LogicalWords::Fp8Row(Fp8RowWords { format, n, k, codes, scales }),
-        format.spec().layouts[0],
-    )?;
+    let tensor =
+        EncodedTensor::encode(&LogicalWords::Fp8Row(Fp8RowWords { format, n, k, codes, scales }), format.layout())?;
     Ok(Encoded {
         tensor,
         provenance: Provenance::new("fp8_row_maxabs")

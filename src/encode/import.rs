@@ -98,6 +98,6 @@ pub fn nvfp4(n: usize, k: usize, codes: &[u8], scales: &[u8], divisors: &[u32]) 
 /// FP8 E4M3FN codes `[N, K]` and one multiplier word per row (bf16 or binary16, by `format`).
 pub fn fp8(format: Format, n: usize, k: usize, codes: &[u8], scales: &[u16]) -> Result<Encoded> {
     let words = Fp8RowWords { format, n, k, codes: codes.to_vec(), scales: scales.to_vec() };
-    let tensor = EncodedTensor::encode(&LogicalWords::Fp8Row(words), format.spec().layouts[0])?;
+    let tensor = EncodedTensor::encode(&LogicalWords::Fp8Row(words), format.layout())?;
     Ok(Encoded { tensor, provenance: provenance("fp8 codes and row scales") })
 }

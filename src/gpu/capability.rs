@@ -134,7 +134,7 @@ pub fn check(format: Format, layout: Layout, op: Op, variant: Variant, platform:
 pub fn table(platform: Option<&Platform>) -> Vec<Row> {
     let mut rows = Vec::new();
     for format in Format::ALL {
-        let layout = format.spec().layouts[0];
+        let layout = format.layout();
         for op in Op::ALL {
             for variant in Variant::ALL {
                 if variant_rule(op, variant) != Status::Supported {
@@ -178,7 +178,7 @@ pub fn kernel_keys() -> Vec<KernelKey> {
 /// The fastest supported variant of an op on this platform: subgroups where they work, the
 /// packed dot product where the platform has it.
 pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
-    let layout = format.spec().layouts[0];
+    let layout = format.layout();
     [Variant::Subgroup, Variant::Workgroup, Variant::EmulatedDot]
         .into_iter()
         .find(|&v| status(format, layout, op, v, Some(platform)) == Status::Supported)

@@ -325,7 +325,7 @@ impl Gpu {
         Ok(pipeline)
     }
 
-    /// The A8 activation kernel (`ops/quantize_q8_1.wgsl`), built once per device.
+    /// The A8 activation kernel (`shaders/ops/quantize_q8_1.wgsl`), built once per device.
     async fn quantize_pipeline(&self) -> Result<wgpu::ComputePipeline> {
         let poisoned = || Error::Gpu("pipeline cache poisoned by an earlier panic".into());
         if let Some(p) = self.quantize_q8_1.lock().map_err(|_| poisoned())?.as_ref() {

@@ -9,7 +9,7 @@ fn limits(max_binding: u64, max_dim: u32) -> PlanLimits {
 }
 
 fn geometry(format: Format, shape: &[usize], divisors: usize) -> PayloadGeometry {
-    PayloadGeometry::new(format, format.spec().layouts[0], shape, divisors).unwrap()
+    PayloadGeometry::new(format, format.layout(), shape, divisors).unwrap()
 }
 
 fn placed(g: &PayloadGeometry, l: &PlanLimits) -> Placement {

@@ -51,9 +51,46 @@ impl Layout {
         }
     }
 
-    /// The formats that may use this layout, derived from the format registry.
+    /// The formats that may use this layout.
     pub fn formats(self) -> Vec<Format> {
         Format::ALL.into_iter().filter(|f| f.allows(self)).collect()
+    }
+}
+
+/// The layout registry: which layouts each format may be stored in (layouts.md's closed pair
+/// table). Format facts do not depend on layouts; this table maps the one to the other.
+impl Format {
+    /// The layouts this format may be stored in, the one its encoders write first.
+    pub const fn layouts(self) -> &'static [Layout] {
+        use Format::*;
+        match self {
+            Bf16 | Fp32 | Int32 => &[Layout::ContiguousLeV1],
+            Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 => &[Layout::RowSplitK128V1],
+            Nvfp4 => &[Layout::BlockScaleK16M128x4V1],
+            Fp8E4m3fnRowBf16 => &[Layout::RowScaleV1],
+            Fp8E4m3fnRowFp16 => &[Layout::RowInterleavedV1],
+            GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufQ2K | GgufQ3K | GgufQ4K | GgufQ5K | GgufQ6K
+            | GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq4Nl | GgufIq3S | GgufIq2S | GgufIq4Xs
+            | GgufIq1M => &[Layout::GgufBlocksV1],
+        }
+    }
+
+    /// The layout this crate's encoders write the format in.
+    pub const fn layout(self) -> Layout {
+        self.layouts()[0]
+    }
+
+    /// Whether `layout` is one this format may be stored in.
+    pub fn allows(self, layout: Layout) -> bool {
+        self.layouts().contains(&layout)
+    }
+
+    /// Checks that this format may use `layout`, naming the allowed layout otherwise.
+    pub fn check_layout(self, layout: Layout) -> Result<()> {
+        if self.allows(layout) {
+            return Ok(());
+        }
+        Err(Error::FormatLayout { format: self.name(), layout: layout.name(), allowed: self.layout().name() })
     }
 }
 

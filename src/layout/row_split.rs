@@ -40,10 +40,13 @@ pub struct PlaneSpec {
 pub fn plane_spec(format: Format) -> Option<PlaneSpec> {
     let (group, _, _, mapping) = format.grouped()?;
     let code_bits = format.spec().code_bits?;
+    // The widths layouts.md packs; any other width has no packing (and no plane spec, which
+    // `every_grouped_format_has_a_packing` catches) rather than a guessed one.
     let packing = match code_bits {
         2 => Packing::Crumbs,
+        4..=6 => Packing::Nibbles { high_bits: code_bits - 4 },
         8 => Packing::Bytes,
-        b => Packing::Nibbles { high_bits: b - 4 },
+        _ => return None,
     };
     let (base_bytes, high_bytes) = match packing {
         Packing::Crumbs => (group / 4, 0),

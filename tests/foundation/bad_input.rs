@@ -48,7 +48,7 @@ fn random_shapes_and_payloads_never_panic() {
         }
         let format = Format::ALL[rng.below(30) as usize];
         let layout = Layout::ALL[rng.below(6) as usize];
-        let layout = if rng.below(4) == 0 { layout } else { format.spec().layouts[0] };
+        let layout = if rng.below(4) == 0 { layout } else { format.layout() };
         let shape = random_shape(&mut rng);
         let divisors = [1usize, 1, 1, 1, 1, 1, 2, 0, 3, usize::MAX][rng.below(10) as usize];
         let desc = TensorDesc { format, layout, shape, divisors };
@@ -75,7 +75,7 @@ fn valid_tensors_with_flipped_bytes_never_panic() {
     for format in Format::ALL.into_iter().filter(|f| f.category() != ninfer_wgpu::Category::GgufBlock) {
         let shape: Vec<usize> = if format == Format::Nvfp4 { vec![128, 64] } else { vec![3, 70] };
         let words = random_words(format, &shape, 1, &mut rng, Words::All).unwrap();
-        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+        let t = EncodedTensor::encode(&words, format.layout()).unwrap();
         for _ in 0..200 {
             let mut p = t.payload().to_vec();
             for _ in 0..1 + rng.below(4) {

@@ -91,7 +91,7 @@ fn direct_rows_match_the_reference() {
         assert_eq!(spec.code_bits, Some(bits), "{name}");
         assert_eq!(spec.geometry, Geometry::Direct { bytes: bits as usize / 8 }, "{name}");
         assert_eq!(f.bits_per_weight(), bits as f64, "{name}");
-        assert_eq!(spec.ggml_type, None);
+        assert_eq!(spec.gguf, None);
     }
 }
 
@@ -125,7 +125,7 @@ fn gguf_rows_match_the_reference() {
         let f: Format = name.parse().unwrap();
         let spec = f.spec();
         assert_eq!(spec.category, Category::GgufBlock, "{name}");
-        assert_eq!(spec.ggml_type, Some(ggml), "{name}");
+        assert_eq!(spec.gguf.map(|t| t.id), Some(ggml), "{name}");
         assert_eq!(spec.geometry, Geometry::Block { values, bytes }, "{name}");
         assert_eq!(f.bits_per_weight(), bpw, "{name}");
         assert_eq!(Format::from_ggml_type(ggml), Some(f), "{name} by ggml type");
@@ -167,4 +167,29 @@ fn unknown_names_are_errors_listing_the_valid_names() {
 fn a_format_refuses_a_layout_outside_its_pair() {
     let err = Format::Q4G64Fp16.check_layout(Layout::ContiguousLeV1).unwrap_err();
     assert!(err.to_string().contains("row_split_k128_v1"), "{err}");
+}
+
+#[test]
+fn every_grouped_format_has_a_packing() {
+    // row_split packs only the widths layouts.md names; a new width must add its packing (and
+    // the codecs' branch for it) rather than fall into another width's.
+    for f in Format::ALL {
+        if f.category() == Category::Grouped {
+            assert!(ninfer_wgpu::layout::row_split::plane_spec(f).is_some(), "{f}: no row_split packing");
+        }
+    }
+}
+
+#[test]
+fn every_ggml_type_row_is_consistent() {
+    for f in Format::ALL {
+        let Some(t) = f.gguf() else { continue };
+        assert_eq!(f.spec().geometry, Geometry::Block { values: t.values, bytes: t.bytes }, "{f}");
+        assert_eq!(f.name(), format!("gguf_{}", t.ggml_name), "{f}: the name is gguf_ + ggml's");
+        let fields: &[usize] = match t.f16 {
+            ninfer_wgpu::format::F16Fields::At(at) => at,
+            ninfer_wgpu::format::F16Fields::TopNibbles(at) => &[at, at + 2, at + 4, at + 6],
+        };
+        assert!(fields.iter().all(|&at| at + 2 <= t.bytes), "{f}: binary16 fields inside the block");
+    }
 }

@@ -13,11 +13,11 @@ fn matrix_formats() -> Vec<(Format, Layout)> {
         .into_iter()
         .filter(|f| {
             matches!(
-                f.spec().layouts[0],
+                f.layout(),
                 Layout::RowSplitK128V1 | Layout::RowScaleV1 | Layout::RowInterleavedV1 | Layout::ContiguousLeV1
             )
         })
-        .map(|f| (f, f.spec().layouts[0]))
+        .map(|f| (f, f.layout()))
         .collect()
 }
 

@@ -35,7 +35,7 @@ fn scan_and_reference_agree_on_valid_and_mutated_payloads() {
     println!("scan seed {seed}");
     let mut rng = Rng::new(seed);
     for format in Format::ALL.into_iter().filter(|f| f.category() != Category::GgufBlock) {
-        let layout = format.spec().layouts[0];
+        let layout = format.layout();
         for (shape, divisors) in shapes(format) {
             for words in [Words::All, Words::Finite] {
                 let t =

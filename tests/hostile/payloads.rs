@@ -11,7 +11,7 @@ use ninfer_wgpu::{EncodedTensor, Format};
 fn broken(format: Format, shape: &[usize], edit: impl Fn(&PayloadGeometry, &mut Vec<u8>)) -> EncodedTensor<'static> {
     let mut rng = Rng::new(3);
     let words = random_words(format, shape, 1, &mut rng, Words::Finite).unwrap();
-    let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+    let t = EncodedTensor::encode(&words, format.layout()).unwrap();
     let mut p = t.payload().to_vec();
     edit(t.geometry(), &mut p);
     EncodedTensor::new(t.desc().clone(), p).unwrap()

@@ -2,12 +2,8 @@
 //! user's own GPU, and the `.ninfer` file commands. Spellings are fixed so scripts can rely on
 //! them.
 
-// A sibling module file: a plain `src/bin/files.rs` would be auto-discovered as a second binary.
-#[path = "ninfer-wgpu/files.rs"]
 mod files;
-#[path = "ninfer-wgpu/progress.rs"]
 mod progress;
-#[path = "ninfer-wgpu/verify.rs"]
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -583,7 +579,7 @@ fn formats(as_json: bool) -> Result<bool, Error> {
         .into_iter()
         .map(|f| {
             let s = f.spec();
-            serde_json::json!({ "name": s.name, "category": format!("{:?}", s.category), "code_bits": s.code_bits, "geometry": format!("{:?}", s.geometry), "ggml_type": s.ggml_type, "bits_per_weight": f.bits_per_weight(), "layouts": s.layouts.iter().map(|l| l.name()).collect::<Vec<_>>() })
+            serde_json::json!({ "name": s.name, "category": format!("{:?}", s.category), "code_bits": s.code_bits, "geometry": format!("{:?}", s.geometry), "ggml_type": s.gguf.map(|t| t.id), "ggml_name": s.gguf.map(|t| t.ggml_name), "bits_per_weight": f.bits_per_weight(), "layouts": f.layouts().iter().map(|l| l.name()).collect::<Vec<_>>() })
         })
         .collect();
     if as_json {
@@ -598,8 +594,8 @@ fn formats(as_json: bool) -> Result<bool, Error> {
             s.name,
             format!("{:?}", s.category),
             f.bits_per_weight(),
-            s.ggml_type.map(|t| t.to_string()).unwrap_or_default(),
-            s.layouts[0].name(),
+            s.gguf.map(|t| t.id.to_string()).unwrap_or_default(),
+            f.layout().name(),
             s.geometry
         );
     }

@@ -1,4 +1,4 @@
-//! Unit tests of kernel assembly (src/gpu/kernels.rs).
+//! Unit tests of kernel assembly (src/gpu/kernels/mod.rs).
 
 use super::*;
 
@@ -10,52 +10,52 @@ fn flags(text: &str) -> Vec<(String, bool)> {
 }
 
 #[test]
-fn exactly_one_row_rule_and_one_gguf_decoder_flag_is_set_per_format() {
+fn exactly_one_row_rule_and_one_packing_is_set_per_format() {
     for format in Format::ALL {
         let text = constants(KernelKey::new(format, Op::Dequant, Variant::Workgroup, Columns::One)).unwrap();
         let f = flags(&text);
         let row = f.iter().filter(|(n, v)| n.starts_with("ROW_") && *v).count();
         assert_eq!(row, 1, "{format}: one ROW_* flag");
-        let gguf: Vec<_> = f.iter().filter(|(n, _)| n.starts_with("IS_")).collect();
-        match format.category() {
-            Category::GgufBlock => {
-                assert_eq!(gguf.iter().filter(|(_, v)| *v).count(), 1, "{format}: one IS_* flag");
-                assert_eq!(gguf.len(), Format::ALL.iter().filter(|f| f.category() == Category::GgufBlock).count());
-            }
-            _ => assert!(gguf.is_empty(), "{format}: no gguf flags"),
-        }
+        let packings = f.iter().filter(|(n, v)| n.starts_with("PACK_") && *v).count();
+        let want = usize::from(format.category() == Category::Grouped);
+        assert_eq!(packings, want, "{format}: PACK_* flags");
     }
 }
 
 #[test]
-fn every_gguf_flag_has_a_decoder_in_the_codec() {
+fn every_ggml_type_has_its_decoders_in_the_codecs() {
+    let defines = |source: &str, name: String| source.contains(&format!("fn {name}(base: u32, "));
     for format in Format::ALL {
-        if let Some(flag) = gguf_flag(format) {
-            let tests = CODEC_GGUF_BLOCKS.matches(&format!("if {flag} ")).count()
-                + CODEC_GGUF_BLOCKS.matches(&format!("|| {flag} ")).count();
-            assert_eq!(tests, 2, "{flag}: tested once by chunk_levels and once by chunk_affine");
-            // A8: a chunk alone (codes and map) or a pair of sub-blocks, never both.
-            let tests_in = |dispatcher: &str| {
-                let at = CODEC_GGUF_CODES.find(dispatcher).expect(dispatcher);
-                let body = &CODEC_GGUF_CODES[at..at + CODEC_GGUF_CODES[at..].find("\n}\n").unwrap()];
-                body.matches(&format!("if {flag} ")).count() + body.matches(&format!("|| {flag} ")).count()
-            };
-            let alone = (tests_in("fn chunk_codes("), tests_in("fn chunk_affine8("));
-            let pair = tests_in("fn chunk_pair8(");
-            assert!(
-                (alone == (1, 1) && pair == 0) || (alone == (0, 0) && pair == 1),
-                "{flag}: chunk_codes and chunk_affine8 {alone:?}, chunk_pair8 {pair}"
-            );
-            // chunk_pair8 serves only blocks of 64 values or more (ops/matmul_a8.wgsl).
-            let Geometry::Block { values, .. } = format.spec().geometry else { unreachable!("{flag}: not a block") };
-            assert!(pair == 0 || values >= 64, "{flag}: a pair needs 64-value blocks, not {values}");
+        let Some(t) = format.gguf() else { continue };
+        let n = t.ggml_name;
+        assert!(defines(CODEC_GGUF_BLOCKS, format!("levels_{n}")), "{format}: levels_{n}");
+        assert!(defines(CODEC_GGUF_BLOCKS, format!("affine_{n}")), "{format}: affine_{n}");
+        match t.a8 {
+            A8Reader::Chunk => {
+                assert!(defines(CODEC_GGUF_CODES, format!("codes_{n}")), "{format}: codes_{n}");
+                assert!(defines(CODEC_GGUF_CODES, format!("affine8_{n}")), "{format}: affine8_{n}");
+            }
+            A8Reader::Pair => {
+                assert!(defines(CODEC_GGUF_CODES, format!("pair_{n}")), "{format}: pair_{n}");
+                // chunk_pair8 serves only blocks of 64 values or more (shaders/ops/matmul_a8.wgsl).
+                assert!(t.values >= 64, "{format}: a pair needs 64-value blocks, not {}", t.values);
+            }
         }
+        // The 32-value blocks' A8 decoders read a block as the aligned words from its first
+        // (block_window in shaders/codecs/gguf_codes.wgsl), which holds only for 2 mod 4 bytes: a type
+        // of another size needs a reader of its own.
+        if t.values == 32 {
+            assert_eq!(t.bytes % 4, 2, "{format}: a 32-value block of {} bytes", t.bytes);
+        }
+        let key = KernelKey::new(format, Op::MatmulA8, Variant::EmulatedDot, Columns::One);
+        let text = assemble(key).unwrap();
+        assert!(text.contains(&format!("return levels_{n}(base, j, c);")), "{format}: block_levels");
     }
 }
 
 #[test]
 fn product_lanes_fit_the_reduction_tree() {
-    // ops/matmul.wgsl halves the lanes per step and block_row divides the workgroup by them.
+    // shaders/ops/matmul.wgsl halves the lanes per step and block_row divides the workgroup by them.
     for format in Format::ALL {
         let lanes = product_lanes(format);
         assert!(
@@ -84,7 +84,7 @@ fn row_blocks_keep_the_rows_per_workgroup_the_planner_uses() {
         }
     }
     // The tall block is for matvec's row-at-a-time kernels and the grid families' several-column
-    // A8 kernels (ops/matmul_a8.wgsl's pair path holds its rows as one or two quads); the other
+    // A8 kernels (shaders/ops/matmul_a8.wgsl's pair path holds its rows as one or two quads); the other
     // rows-together paths are written for four rows.
     let tall = |format| RowBlock { rows: 2 * ROW_BLOCK, lanes: 2 * product_lanes(format) };
     for (format, op, columns) in [
@@ -206,7 +206,7 @@ fn packed_grids_are_lossless() {
         assert_eq!(packed.len(), if nibbles { grid.len() } else { grid.len().div_ceil(2) });
         for (e, &entry) in grid.iter().enumerate() {
             for (v, &byte) in entry.to_le_bytes().iter().enumerate() {
-                // As codecs/gguf_blocks.wgsl's grid_level_indices reads them.
+                // As shaders/codecs/gguf_blocks.wgsl's grid_level_indices reads them.
                 let index = if nibbles {
                     packed[e] >> (8 * (v % 4) + 4 * (v / 4)) & 15
                 } else {
@@ -229,7 +229,7 @@ fn every_grid_fits_workgroup_memory() {
 
 #[test]
 fn no_signed_grid_has_a_zero_byte() {
-    // codecs/gguf_codes.wgsl negates grid bytes as (g ^ 0xff) + 1, which would carry into the
+    // shaders/codecs/gguf_codes.wgsl negates grid bytes as (g ^ 0xff) + 1, which would carry into the
     // next byte for g = 0: iq3's words and iq2's levels hold none.
     assert!(!IQ2_GRID_LEVELS.contains(&0));
     for format in [Format::GgufIq3Xxs, Format::GgufIq3S] {

@@ -1,0 +1,134 @@
+//! Kernel geometry: how many invocations, lanes, rows and columns a kernel is built for. These
+//! are tuning decisions, each made by measurement; the measurements are in
+//! docs/performance.md#kernel-geometry and the comments here say what each decision trades.
+
+use super::ops::{Columns, Op};
+pub use crate::format::MatvecOrder;
+use crate::format::{A8Reader, Format, Geometry};
+
+/// Values per chunk, the unit every codec decodes (`shaders/common.wgsl`).
+pub const CHUNK: usize = 32;
+/// Invocations per dequant/gather workgroup (`shaders/ops/dequant.wgsl`, `gather.wgsl`).
+pub const WORDS_WG: usize = 64;
+/// The product kernels' geometry, written into every product module as WGSL constants
+/// (`product_geometry`): MATMUL_WG invocations per workgroup, `product_lanes` of them per block of
+/// ROW_BLOCK rows (each invocation takes every lanes-th chunk of all ROW_BLOCK rows), so
+/// `matmul_rows` rows per workgroup. Matvec's row-at-a-time kernels take blocks of twice the
+/// rows with twice the lanes ([`RowBlock`]), the same rows per workgroup.
+pub const MATMUL_WG: u32 = 64;
+pub const ROW_BLOCK: u32 = 4;
+/// Lanes of a row block that walk one contiguous run of its chunks together (lane `r` of a run
+/// takes every MATMUL_RUN-th chunk of the run from its r-th). CPU drivers run 8 invocations as
+/// one SIMD program and the runs one after another: with a block's lanes interleaved over the
+/// whole row, each program jumped a page per step and no prefetcher followed it. A GPU still
+/// reads 8 consecutive chunks per run, whole sectors.
+pub const MATMUL_RUN: u32 = 8;
+
+/// The largest i-quant grid (u32 words) a product kernel copies to workgroup memory: 6 KiB, so
+/// with the reduction's (`partial`, at most 8 KiB, or the subgroup variant's `subgroup_sums`, at
+/// most 4 KiB) it stays within WebGPU's default 16 KiB. Every grid fits since the 8-byte entries
+/// are packed (`gguf_grid`; iq2_s's and iq1's, the largest, are 1024 words).
+pub const GRID_WORKGROUP_WORDS: usize = 1536;
+/// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
+/// `partial` in `shaders/ops/matmul.wgsl` holds 8 × 256 sums).
+pub const MAX_COLUMNS: usize = 8;
+/// Words per chunk of the A8 activation (`shaders/ops/matmul_a8.wgsl`): 8 of codes, d, two
+/// sums, 0.
+pub const Q8_1_CHUNK_WORDS: usize = 12;
+
+/// Lanes per row block. Kernels with a grid copy it to workgroup memory once per workgroup, so
+/// they take 32 lanes: each walks twice the chunks, and the copy weighs half. The others take
+/// one run (MATMUL_RUN): with more lanes, a row of K = 4096 gave each lane one or two chunks, so
+/// a CPU driver's SIMD program touched its rows once and no stream formed.
+/// The subgroup variant needs the adapter's largest subgroup to fit one block (capability.rs):
+/// lavapipe's 8 fits every family; where subgroups are wider only the grid kernels take it.
+pub fn product_lanes(format: Format) -> u32 {
+    if super::has_grid(format) {
+        32
+    } else {
+        MATMUL_RUN
+    }
+}
+
+/// How matvec's kernel (one column, [`Columns::One`]) orders a lane step's rows. With four
+/// rows' decoded chunks live at once a CPU driver spills most of them, so A32 goes row at a
+/// time; A8 follows the registry's per-type choice ([`crate::format::GgufType::a8_matvec`]):
+/// types whose codes are whole words masked spill nothing and lose the rows' overlapping loads.
+pub fn matvec_order(format: Format, op: Op) -> MatvecOrder {
+    match op {
+        Op::Matmul => MatvecOrder::RowAtATime,
+        // No matvec: the constant is unused.
+        Op::Dequant | Op::Gather => MatvecOrder::RowsTogether,
+        Op::MatmulA8 => match (format.gguf(), format.spec().geometry) {
+            (Some(t), _) => t.a8_matvec,
+            // The grouped formats and nvfp4 decode codes by spreading bits: row at a time.
+            (None, Geometry::Grouped { .. } | Geometry::BlockScaled { .. }) => MatvecOrder::RowAtATime,
+            // No A8 kernel (capability.rs, format_rule): the constant is unused.
+            (None, Geometry::Direct { .. } | Geometry::RowScaled { .. } | Geometry::Block { .. }) => {
+                MatvecOrder::RowsTogether
+            }
+        },
+    }
+}
+
+/// The rows of one row block and the lanes that share them in one product kernel. A lane loads
+/// each activation chunk once for its block's rows, so taller blocks load less activation per
+/// weight, and every load with a per-invocation address is costly on CPU drivers. The
+/// row-at-a-time order keeps one row's decoded chunk live, so eight rows cost a private array of
+/// eight sums and no spills. Rows together keep every row's chunk live: four in general, eight
+/// (two quads) in the grid families' several-column A8 kernels, where each activation pair
+/// serves every row. The K-quants' several-column kernels stay at four rows: eight doubled a CPU
+/// driver's compile time, most of a CI run, for types far ahead already. Lanes double with the
+/// rows, so rows per workgroup (`matmul_rows`, which the planner uses without knowing the
+/// kernel) stay the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowBlock {
+    pub rows: u32,
+    pub lanes: u32,
+}
+
+impl RowBlock {
+    pub fn for_kernel(format: Format, op: Op, columns: Columns) -> RowBlock {
+        let base = RowBlock { rows: ROW_BLOCK, lanes: product_lanes(format) };
+        let tall = RowBlock { rows: 2 * base.rows, lanes: 2 * base.lanes };
+        match (columns, matvec_order(format, op), op, super::has_grid(format)) {
+            (Columns::One, MatvecOrder::RowAtATime, _, _) => tall,
+            (Columns::One, MatvecOrder::RowsTogether, _, _) => base,
+            (Columns::UpToMax, _, Op::MatmulA8, true) => tall,
+            (Columns::UpToMax, _, Op::MatmulA8, false)
+            | (Columns::UpToMax, _, Op::Matmul | Op::Dequant | Op::Gather, _) => base,
+        }
+    }
+}
+
+/// Rows per product workgroup for `format`.
+pub fn matmul_rows(format: Format) -> usize {
+    (MATMUL_WG / product_lanes(format) * ROW_BLOCK) as usize
+}
+
+/// Whether an A8 kernel steps two chunks at a time (`shaders/ops/matmul_a8.wgsl`, A8_PAIRS):
+/// ggml's blocks of 64 values or more. Their codec's pair step is a shared-word decoder where
+/// the registry names one ([`A8Reader::Pair`]), else its chunk decoder twice. Grouped codes share
+/// no words between chunks, so they go a chunk at a time.
+pub fn a8_pairs(format: Format) -> bool {
+    match format.spec().geometry {
+        Geometry::Block { values, .. } => values >= 64,
+        Geometry::Direct { .. }
+        | Geometry::Grouped { .. }
+        | Geometry::BlockScaled { .. }
+        | Geometry::RowScaled { .. } => false,
+    }
+}
+
+/// Whether the format's affine map subtracts an offset (`a q - b`, ggml's "min" k-quants).
+pub fn has_offset(format: Format) -> bool {
+    format.gguf().is_some_and(|t| t.offset)
+}
+
+/// Whether the codec's pair step has a decoder of its own (see [`a8_pairs`]).
+pub fn pair_decoder(format: Format) -> bool {
+    format.gguf().is_some_and(|t| match t.a8 {
+        A8Reader::Pair => true,
+        A8Reader::Chunk => false,
+    })
+}

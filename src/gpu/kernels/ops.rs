@@ -1,0 +1,232 @@
+//! The op registry: what a kernel computes (`Op`), with which optional features (`Variant`),
+//! for how many columns (`Columns`), from which codec (`Codec`), and the key that names one
+//! compiled kernel.
+
+use super::geometry::MAX_COLUMNS;
+use crate::format::{Category, Format};
+use crate::layout::Layout;
+
+/// The activation columns a product kernel is built for: matvec (one column) has a kernel of
+/// its own, where the column loops are gone at compile time. With the column count a run-time
+/// bound, a CPU driver keeps every decoded chunk of a row block live across the column loop and
+/// spills it (docs/performance.md#kernel-geometry). Two to [`MAX_COLUMNS`] columns share the
+/// other kernel: unrolling each count multiplied compile time on CPU drivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Columns {
+    One,
+    UpToMax,
+}
+
+impl Columns {
+    pub const ALL: [Columns; 2] = [Columns::One, Columns::UpToMax];
+
+    /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller) with a
+    /// variant that is (`default_variant`) or is not the one the platform runs when none is
+    /// named (`capability::best_variant`). Matvec's own kernel is built for the default variant
+    /// only: a variant asked for by name (a comparison, a test) serves one column with the
+    /// general kernel, which computes the same sums. So conformance, which runs every variant
+    /// at J = 1, compiles one more kernel per product op rather than one per variant (on
+    /// lavapipe two instead of five per gguf type; CPU drivers' compile time is most of a run).
+    pub fn for_request(count: usize, default_variant: bool) -> Columns {
+        match (count, default_variant) {
+            (1, true) => Columns::One,
+            _ => Columns::UpToMax,
+        }
+    }
+
+    /// The most columns the kernel's accumulators and reduction slots hold.
+    pub fn capacity(self) -> usize {
+        match self {
+            Columns::One => 1,
+            Columns::UpToMax => MAX_COLUMNS,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Columns::One => "j1",
+            Columns::UpToMax => "j8",
+        }
+    }
+}
+
+/// An operation a kernel implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// Every weight's exact word, C order.
+    Dequant,
+    /// `Y = W X` for 1..=8 activation columns (one column: matvec), A32 profile: exact
+    /// weights times the f32 activation.
+    Matmul,
+    /// `Y = W X`, A8 profile: the activation quantized on the GPU to ggml's q8_1, integer dot
+    /// products with the weights' int8 codes, f32 accumulation (ggml blocks, the grouped
+    /// formats and nvfp4: the weights that are integer codes times a scale).
+    MatmulA8,
+    /// The exact words of requested rows, in request order.
+    Gather,
+}
+
+/// Which optional platform features a kernel uses: `Workgroup` reduces through workgroup memory
+/// (for A8: with `dot4I8Packed`), `Subgroup` with subgroup operations where offered, and
+/// `EmulatedDot` is A8 without WGSL's packed_4x8_integer_dot_product (the portable fallback,
+/// tested on every platform).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variant {
+    Workgroup,
+    Subgroup,
+    EmulatedDot,
+}
+
+/// The WGSL codec of each layout family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    Contiguous,
+    RowSplit,
+    BlockScale,
+    Fp8Rows,
+    GgufBlocks,
+}
+
+/// What a format applies once per row, after a row's sum (or to each dequantized weight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RowRule {
+    /// Nothing: the chunk's affine map is the whole weight.
+    None,
+    /// fp8 rows: one multiplier per row (bf16 or binary16).
+    Multiplier,
+    /// nvfp4: an FP32 divisor per stacked source matrix.
+    Divisor,
+}
+
+impl Op {
+    pub const ALL: [Op; 4] = [Op::Dequant, Op::Matmul, Op::MatmulA8, Op::Gather];
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Dequant => "dequant",
+            Op::Matmul => "matmul",
+            Op::MatmulA8 => "matmul_a8",
+            Op::Gather => "gather",
+        }
+    }
+
+    /// Whether the op multiplies by activation columns (either profile).
+    pub fn is_product(self) -> bool {
+        match self {
+            Op::Matmul | Op::MatmulA8 => true,
+            Op::Dequant | Op::Gather => false,
+        }
+    }
+}
+
+/// The arithmetic a product uses (criteria.md): a user's choice, `--profile a32|a8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Profile {
+    A32,
+    A8,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 2] = [Profile::A32, Profile::A8];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::A32 => "a32",
+            Profile::A8 => "a8",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The op that computes a product in this profile.
+    pub fn op(self) -> Op {
+        match self {
+            Profile::A32 => Op::Matmul,
+            Profile::A8 => Op::MatmulA8,
+        }
+    }
+}
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [Variant::Workgroup, Variant::Subgroup, Variant::EmulatedDot];
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Workgroup => "workgroup",
+            Variant::Subgroup => "subgroup",
+            Variant::EmulatedDot => "emulated-dot",
+        }
+    }
+}
+
+impl RowRule {
+    pub const ALL: [RowRule; 3] = [RowRule::None, RowRule::Multiplier, RowRule::Divisor];
+
+    pub fn for_format(format: Format) -> RowRule {
+        match format.category() {
+            Category::DirectFloat | Category::DirectInt | Category::Grouped | Category::GgufBlock => RowRule::None,
+            Category::RowScaledFloat => RowRule::Multiplier,
+            Category::BlockScaledFloat => RowRule::Divisor,
+        }
+    }
+
+    pub(super) fn flag(self) -> &'static str {
+        match self {
+            RowRule::None => "ROW_NONE",
+            RowRule::Multiplier => "ROW_MULTIPLIER",
+            RowRule::Divisor => "ROW_DIVISOR",
+        }
+    }
+}
+
+impl Codec {
+    /// Every format has a codec: the family of the layouts it may be stored in.
+    pub fn for_format(format: Format) -> Codec {
+        match format.layout() {
+            Layout::ContiguousLeV1 => Codec::Contiguous,
+            Layout::RowSplitK128V1 => Codec::RowSplit,
+            Layout::BlockScaleK16M128x4V1 => Codec::BlockScale,
+            Layout::RowScaleV1 | Layout::RowInterleavedV1 => Codec::Fp8Rows,
+            Layout::GgufBlocksV1 => Codec::GgufBlocks,
+        }
+    }
+}
+
+/// A compiled kernel's identity: what the pipeline cache is keyed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelKey {
+    pub format: Format,
+    pub op: Op,
+    pub variant: Variant,
+    /// Products only: dequant and gather take no columns and are always `Columns::One`.
+    pub columns: Columns,
+}
+
+impl KernelKey {
+    /// The kernel of `op` with `columns` (products; dequant and gather have one kernel).
+    pub fn new(format: Format, op: Op, variant: Variant, columns: Columns) -> KernelKey {
+        let columns = match op {
+            Op::Matmul | Op::MatmulA8 => columns,
+            Op::Dequant | Op::Gather => Columns::One,
+        };
+        KernelKey { format, op, variant, columns }
+    }
+
+    pub fn label(&self) -> String {
+        match self.op {
+            Op::Matmul | Op::MatmulA8 => {
+                format!("{}/{}/{}/{}", self.format, self.op.name(), self.variant.name(), self.columns.name())
+            }
+            Op::Dequant | Op::Gather => format!("{}/{}/{}", self.format, self.op.name(), self.variant.name()),
+        }
+    }
+
+    pub fn entry_point(&self) -> &'static str {
+        match (self.op, self.variant) {
+            (Op::Dequant, _) => "dequant",
+            (Op::Gather, _) => "gather",
+            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot) => "matmul",
+            (Op::Matmul | Op::MatmulA8, Variant::Subgroup) => "matmul_subgroup",
+        }
+    }
+}
