@@ -26,7 +26,8 @@ fn main() {
     for t in &file.tensors {
         let bytes = t.bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into());
         match &t.kind {
-            TensorKind::Registered { format, shape, .. } => {
+            TensorKind::Registered { format, .. } => {
+                let shape = t.shape();
                 println!("{:<40} {:<22} {:<18} {:>12}  registered", t.name, format.name(), format!("{shape:?}"), bytes)
             }
             TensorKind::NotRegistered { type_name } => println!(

@@ -3,7 +3,8 @@
 //! dropped), and only where neighbouring invocations' addresses lie and whether a load's address
 //! depends on the previous load differ. On CPU drivers (lavapipe) a load with a per-invocation
 //! address runs lane by lane; this measures whether its cost follows the number of loads or
-//! the spread of the addresses across a SIMD program's lanes (README, "Where the time goes").
+//! the spread of the addresses across a SIMD program's lanes (the results:
+//! docs/performance.md#what-one-load-costs).
 //!
 //! `cargo run --release --example load_cost -- [ADAPTER]` (default: vulkan)
 

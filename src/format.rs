@@ -156,8 +156,9 @@ pub enum A8Reader {
 pub struct GgufType {
     /// ggml's `enum ggml_type` value.
     pub id: u32,
-    /// ggml's own name in lower case (`q4_k`); the WGSL decoders are `levels_<name>`,
-    /// `affine_<name>` and, for A8, `codes_<name>` + `affine8_<name>` or `pair_<name>`.
+    /// ggml's own name (`q4_K`, as llama.cpp's tools take it); the WGSL decoders are named after
+    /// its lower case: `levels_<name>`, `affine_<name>` and, for A8, `codes_<name>` +
+    /// `affine8_<name>` or `pair_<name>`.
     pub ggml_name: &'static str,
     /// Values and bytes per block.
     pub values: usize,
@@ -278,15 +279,15 @@ impl Format {
             GgufQ5_0 => gguf("gguf_q5_0", ggml(6, "q5_0", 32, 22, D, false, None, Chunk, RowAtATime)),
             GgufQ2_0 => gguf("gguf_q2_0", ggml(42, "q2_0", 64, 18, D, false, None, Chunk, RowAtATime)),
             GgufQ2K => {
-                gguf("gguf_q2_k", ggml(10, "q2_k", 256, 84, F16Fields::At(&[80, 82]), true, None, Pair, RowAtATime))
+                gguf("gguf_q2_k", ggml(10, "q2_K", 256, 84, F16Fields::At(&[80, 82]), true, None, Pair, RowAtATime))
             }
             GgufQ3K => {
-                gguf("gguf_q3_k", ggml(11, "q3_k", 256, 110, F16Fields::At(&[108]), false, None, Pair, RowAtATime))
+                gguf("gguf_q3_k", ggml(11, "q3_K", 256, 110, F16Fields::At(&[108]), false, None, Pair, RowAtATime))
             }
-            GgufQ4K => gguf("gguf_q4_k", ggml(12, "q4_k", 256, 144, DM, true, None, Pair, RowAtATime)),
-            GgufQ5K => gguf("gguf_q5_k", ggml(13, "q5_k", 256, 176, DM, true, None, Pair, RowAtATime)),
+            GgufQ4K => gguf("gguf_q4_k", ggml(12, "q4_K", 256, 144, DM, true, None, Pair, RowAtATime)),
+            GgufQ5K => gguf("gguf_q5_k", ggml(13, "q5_K", 256, 176, DM, true, None, Pair, RowAtATime)),
             GgufQ6K => {
-                gguf("gguf_q6_k", ggml(14, "q6_k", 256, 210, F16Fields::At(&[208]), false, None, Pair, RowAtATime))
+                gguf("gguf_q6_k", ggml(14, "q6_K", 256, 210, F16Fields::At(&[208]), false, None, Pair, RowAtATime))
             }
             GgufIq2Xxs => {
                 gguf("gguf_iq2_xxs", ggml(16, "iq2_xxs", 256, 66, D, false, Some(Grid::Iq2Xxs), Pair, RowAtATime))

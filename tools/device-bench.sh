@@ -3,7 +3,7 @@
 # check). The device machine is bare and has no Rust, so the release binary is built here and
 # carried with Vulkan's loader packages:
 #
-#   # here, once per checkout (the loader .debs, as the device README says):
+#   # here, once per checkout (the Vulkan and GL loader .debs the bare device machine lacks):
 #   echo /.gl/ >> .git/info/exclude; echo /.devbin/ >> .git/info/exclude
 #   mkdir -p .gl /tmp/amd64/partial; o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 #   apt-get $o update; (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
@@ -12,7 +12,8 @@
 #   # the call: run(command="tools/device-bench.sh", carry=[".gl", ".devbin"], timeout_s=540)
 #
 # Writes $OUT/devices.json, conformance.json, bench-4096x14336.json, bench-14336x4096.json and
-# prints the summary lines; the README's device table is made from the bench files.
+# prints the summary lines; a device table is made from the bench files
+# (docs/performance.md#on-a-real-gpu).
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig

@@ -2,8 +2,9 @@
 # What lavapipe makes of one kernel: the x86 code of the largest compute function it compiles
 # for a bench run (Mesa's GALLIVM_DEBUG=asm, shader cache off), counted. On lavapipe every
 # storage-buffer load becomes, per invocation, a mask test, a bounds check (`jae`) and a scalar
-# load, ~10 instructions, so the number of checked loads is what decides a kernel's speed there;
-# timings on the shared CI machines move too much to see 20 % changes, these counts do not.
+# load (docs/performance.md#every-load-is-a-per-lane-loop-on-lavapipe), so the number of checked
+# loads is what decides a kernel's count there; timings on the shared CI machines move too much
+# to see 20 % changes, these counts do not.
 #
 #   tools/lavapipe-asm.sh FORMAT OP [VARIANT]     # e.g. gguf_q4_k matmul_a8 workgroup
 #

@@ -29,12 +29,12 @@
 # The peer: test-backend-ops sizes each perf graph to 100 GFLOP (852 matvecs at 4096x14336),
 # hours under valgrind. PEER_BIN is a test-backend-ops whose perf target is smaller: built from
 # the same source as ../shared/tools/llamacpp-peer.sh with `target_flops_gpu` lowered
-# (docs/performance-history.md, "Instructions per weight, counted"); only the count of repeated
-# nodes differs, not the kernels.
+# (docs/performance.md#counting-instructions); only the count of repeated nodes differs, not the
+# kernels.
 # Its ggml-cpu library must be one built without -march=native (valgrind stops at AVX-512
 # instructions): LD_LIBRARY_PATH to a -DGGML_NATIVE=OFF build of the ggml-cpu target.
-# As done 2026-12-04 (a minute of building beside the peer's own build in /tmp/llamacpp-peer):
-#   in tests/test-backend-ops.cpp, `target_flops_gpu = 100ULL * GFLOP` becomes
+# The recipe (a minute of building beside the peer's own build in /tmp/llamacpp-peer):
+#   in llama.cpp's test-backend-ops.cpp (its tests directory), `target_flops_gpu = 100ULL * GFLOP` becomes
 #     getenv("PEER_TARGET_GFLOP") ? strtoull(getenv("PEER_TARGET_GFLOP"), nullptr, 10) * GFLOP : 100ULL * GFLOP
 #   (unset, the binary times exactly as before), then
 #   cmake --build /tmp/llamacpp-peer/build -j2 --target test-backend-ops
@@ -48,8 +48,8 @@
 # llama.cpp's n = 8 shaders take lavapipe's LLVM hours to compile under callgrind (still in
 # coroutine splitting after 90 minutes). Compile them once under valgrind's no-op tool first:
 # valgrind's CPU (no AVX-512, another family) keys lavapipe's shader cache differently from the
-# native one, and a callgrind run on the same CPU then finds the compiled shader there (2026-12-04:
-# 6-12 minutes of `--tool=none`, then the count in 8-13):
+# native one, and a callgrind run on the same CPU then finds the compiled shader there (how long
+# each step took: docs/performance.md#counting-instructions):
 #   GGML_VK_VISIBLE_DEVICES=0 PEER_TARGET_GFLOP=1 LD_LIBRARY_PATH=/tmp/peer-cpu/bin \
 #     valgrind --tool=none "$PEER_BIN" perf -b Vulkan0 -o MUL_MAT -p "type_a=iq1_s,type_b=f32,m=4096,n=8,k=14336,"
 #   PEER_TARGET_GFLOP=1 PEER_BIN=... LD_LIBRARY_PATH=/tmp/peer-cpu/bin tools/lavapipe-icount.sh peer iq1_s 8

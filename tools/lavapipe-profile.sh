@@ -7,8 +7,8 @@
 # WEIGHTS_PER_PASS (ours: 8 invocations × 4 rows × 32 values, or × 64 for pairs of chunks) —
 # a relative measure for one kernel across changes only, since a pass's weights are not known
 # for another's loops — and the samples by kind of instruction (per-lane memory accesses, lane
-# moves, ALU, stack): shares of time, which do compare across kernels (README, "Where the time
-# goes").
+# moves, ALU, stack): shares of time, which do compare across kernels
+# (docs/performance.md#profiling-by-kind-of-instruction).
 #
 #   tools/lavapipe-profile.sh WEIGHTS_PER_PASS -- COMMAND...
 #   tools/lavapipe-profile.sh 1024 -- target/release/ninfer-wgpu bench --adapter vulkan \

@@ -55,8 +55,8 @@ def hottest_function(path, ips):
 
 
 def kind(op, arg):
-    """The kind of one listed instruction, for the by-kind tables of lavapipe-profile.sh and
-    lavapipe-icount.sh."""
+    """The kind of one listed instruction, for the by-kind tables of tools/lavapipe-profile.sh and
+    tools/lavapipe-icount.sh."""
     if op.startswith("j"):
         return "branch"
     if "(%rsp" in arg:

@@ -6,7 +6,7 @@
 #
 #   ../shared/tools/llamacpp-peer.sh build                 # once, ~15 min
 #   cargo build --release --locked
-#   tools/peer-compare.sh [TYPES...] > table.md            # default: the 18 shared types and bf16
+#   tools/peer-compare.sh [TYPES...] > table.md            # default: every ggml type and bf16
 #   PEER_N8=0 tools/peer-compare.sh ...                    # n = 1 only: llama.cpp's n = 8 runs take
 #                                                          # minutes per type on lavapipe
 #   PEER_TIMEOUT=600 (default)                             # seconds before an n = 8 peer run is stopped
@@ -20,13 +20,17 @@ bin=${BIN:-target/release/ninfer-wgpu}
 lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -n 1)
 export VK_ICD_FILENAMES=$lvp
 types=("$@")
-[ ${#types[@]} -gt 0 ] || types=(q8_0 q4_0 q5_0 q2_K q3_K q4_K q5_K q6_K iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m iq4_nl iq4_xs bf16)
+# By default every ggml type of the registry (`formats --json`, by ggml's own names) and bf16.
+[ ${#types[@]} -gt 0 ] || mapfile -t types < <("$bin" formats --json | python3 -c \
+  'import json, sys; print("\n".join([f["ggml_name"] for f in json.load(sys.stdin) if f["ggml_name"]] + ["bf16"]))')
 tmp=$(mktemp -d)
 echo "| type | llama.cpp n=1 ms | A32 ms | A8 ms | ratio A32 / A8 | llama.cpp n=8 ms | A32 ms | A8 ms | ratio A32 / A8 |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for t in "${types[@]}"; do
   f=$(case $t in bf16) echo bf16 ;; *) echo "gguf_${t,,}" ;; esac)
-  p1=$("$peer" perf "$t" 1 | awk '{print $3}')
+  # A type the peer's llama.cpp does not have (q2_0 in llama-cpp-python 0.3.36) shows "not run".
+  p1=$("$peer" perf "$t" 1 | awk '{print $3}') || p1=0
+  [ -n "$p1" ] || p1=0
   "$bin" bench --adapter vulkan --formats "$f" --shape 4096x14336 --ops matmul --columns 1,8 --json > "$tmp/$t.json" 2>/dev/null
   p8=0
   # llama.cpp's n = 8 runs take minutes per type on lavapipe, and iq4_nl's ran past 13: each is

@@ -1,6 +1,6 @@
 // The page: opens WebGPU through the wasm package, runs the conformance suite on the visitor's
 // GPU, and lists and verifies a dropped GGUF/.ninfer file. `window.ninfer` is the hook the
-// headless test (drive.mjs) reads; `?run=conformance[&formats=a,b]` starts the suite at once.
+// headless test (web/drive.mjs) reads; `?run=conformance[&formats=a,b]` starts the suite at once.
 import init, { NinferGpu, NinferModel, conformanceHtml, verifyHtml } from './pkg/ninfer_wgpu.js';
 
 const $ = (id) => document.getElementById(id);

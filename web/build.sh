@@ -9,7 +9,7 @@ test -n "$version"
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target list --installed | grep -qx wasm32-unknown-unknown
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }')" != "$version" ]; then
   # Unoptimized and without debug info: the CLI runs once per build on a few MB, and CI builds
-  # it on every run (261 s at the release profile's opt-level 3 on 2 cores).
+  # it on every run (at opt-level 3 that took minutes: docs/browser.md#building).
   CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_LTO=false \
     cargo install --quiet wasm-bindgen-cli --version "$version"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The browser test: builds the wasm package, serves web/ on localhost, and drives Debian's
-# chromium headless (WebGPU on SwiftShader) through drive.mjs: no adapter is a failure; bad
+# chromium headless (WebGPU on SwiftShader) through web/drive.mjs: no adapter is a failure; bad
 # files must be refused with the CLI's own messages; a GGUF must verify in the page; then the
 # whole conformance suite runs. Prints `N passed, M failed, D platform deviations`.
 #   web/conformance.sh [--json OUT] [--formats a,b]

@@ -1,5 +1,6 @@
-// block_scale_k16_m128x4_v1 (nvfp4) as the A8 profile reads it (ops/matmul_a8.wgsl's codec
-// interface). Included after codecs/block_scale.wgsl, whose scales and row divisor it reuses.
+// block_scale_k16_m128x4_v1 (nvfp4) as the A8 profile reads it (shaders/ops/matmul_a8.wgsl's codec
+// interface). Included after shaders/codecs/block_scale.wgsl, whose scales and row divisor it
+// reuses.
 //
 // Twice an E2M1 value is an integer (±{0, 1, 2, 3, 4, 6, 8, 12}), so a chunk's codes are
 // 2·e2m1 as int8 and each 16-value half (one scale group) has the map scale / 2: the product is
@@ -36,8 +37,8 @@ fn chunk_affine8(row: u32, c: u32) -> vec4<f32> {
     return chunk_affine(row, c) * 0.5;
 }
 
-// Only what ops/matmul_a8.wgsl's pair path needs to compile: nvfp4 kernels go a chunk at a time
-// (A8_PAIRS is false: src/gpu/kernels.rs, a8_pairs).
+// Only what shaders/ops/matmul_a8.wgsl's pair path needs to compile: nvfp4 kernels go a chunk at a
+// time (A8_PAIRS is false: src/gpu/kernels/geometry.rs, a8_pairs).
 fn chunk_pair8(row: u32, c: u32) -> Pair8 {
     return Pair8(chunk_codes(row, c), chunk_codes(row, c + 1u), chunk_affine8(row, c), chunk_affine8(row, c + 1u));
 }

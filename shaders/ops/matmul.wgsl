@@ -1,26 +1,26 @@
 // Matmul Y = W X for P.columns activation columns (1..MAX_COLUMNS; one column is matvec). The
-// geometry is generated (src/gpu/kernels.rs, product_lanes and RowBlock): a workgroup of
+// geometry is generated (src/gpu/kernels/geometry.rs, product_lanes and RowBlock): a workgroup of
 // MATMUL_WG invocations owns MATMUL_ROWS rows, in blocks of ROW_BLOCK rows with MATMUL_LANES lanes
-// each; each invocation handles the same chunks of all rows of its block. Each lane walks its
-// rows' chunks as `lane_walk` says and decodes each chunk once (each weight byte read once, as
-// whole u32 words); every activation chunk it loads serves the block's rows, so a column costs
-// 1 / ROW_BLOCK of an activation load per weight (4 rows, or 8: src/gpu/kernels.rs, RowBlock).
-// Then the lanes of each block reduce through workgroup memory, four rows at a time, and lane 0
-// applies the row word once.
+// each; each invocation handles the same chunks of all rows of its block. Each lane walks its rows'
+// chunks as `lane_walk` says and decodes each chunk once (each weight byte read once, as whole u32
+// words); every activation chunk it loads serves the block's rows, so a column costs 1 / ROW_BLOCK
+// of an activation load per weight (4 rows, or 8: src/gpu/kernels/geometry.rs, RowBlock). Then the
+// lanes of each block reduce through workgroup memory, four rows at a time, and lane 0 applies the
+// row word once.
 //
-// Two kernels per format and profile (src/gpu/kernels.rs, Columns): matvec's, where
-// KERNEL_COLUMNS is 1 and every column loop runs once at compile time, and one for 2..8
-// columns, where the count is a parameter and the column loop stays a loop. Unrolling it (a
-// constant J per count) multiplied shader compile time by up to 80 on CPU drivers, whose
-// compile time is most of a conformance run. Matvec's kernel also takes a lane step's rows one
-// at a time where MATVEC_ROW_AT_A_TIME (generated per format and profile, src/gpu/kernels.rs
-// matvec_order): four rows' decoded chunks live at once are spilled by CPU drivers. Each
-// lane's column sums live in a private array indexed by the column while it walks its chunks
-// (Sums), then in its own workgroup-memory slots for the reduction.
+// Two kernels per format and profile (src/gpu/kernels/ops.rs, Columns): matvec's, where
+// KERNEL_COLUMNS is 1 and every column loop runs once at compile time, and one for 2..8 columns,
+// where the count is a parameter and the column loop stays a loop. Unrolling it (a constant J per
+// count) multiplied shader compile time by up to 80 on CPU drivers, whose compile time is most of a
+// conformance run. Matvec's kernel also takes a lane step's rows one at a time where
+// MATVEC_ROW_AT_A_TIME (generated per format and profile, src/gpu/kernels/geometry.rs
+// matvec_order): four rows' decoded chunks live at once are spilled by CPU drivers. Each lane's
+// column sums live in a private array indexed by the column while it walks its chunks (Sums), then
+// in its own workgroup-memory slots for the reduction.
 //
 // This file is the part every profile shares: the row blocks, the reduction and the output. The
-// profile's file (ops/matmul_a32.wgsl, ops/matmul_a8.wgsl) binds the activation and defines
-// `lane_sums`, which returns each invocation's sums for its block's rows and every column.
+// profile's file (shaders/ops/matmul_a32.wgsl, shaders/ops/matmul_a8.wgsl) binds the activation and
+// defines `lane_sums`, which returns each invocation's sums for its block's rows and every column.
 // Y is column-major: OUT[P.out_off + j * P.out_stride + row].
 
 // A lane's sums, four rows to a vec4: rows 4q..4q + 3 of column j are sums[j * ROW_QUARTERS + q]
@@ -77,7 +77,7 @@ fn write_column(row: u32, j: u32, acc: f32) {
 // block's lanes form runs of MATMUL_RUN, each run owns one contiguous stretch of the row, and
 // lane r of a run takes every MATMUL_RUN-th unit of it from its r-th. Returns (first, end); the
 // step is MATMUL_RUN. Runs rather than every lane-th unit: a CPU driver executes a run as one
-// SIMD program, which then streams through its stretch (src/gpu/kernels.rs, MATMUL_RUN).
+// SIMD program, which then streams through its stretch (src/gpu/kernels/geometry.rs, MATMUL_RUN).
 fn lane_walk(lane: u32, units: u32) -> vec2<u32> {
     let stretch = (units + MATMUL_LANES - 1u) / MATMUL_LANES * MATMUL_RUN;
     let first = (lane / MATMUL_RUN) * stretch;

@@ -1,5 +1,6 @@
 // Matmul, A32 profile: the exact weights (the codec's levels and affine map, in f32) times the
-// f32 activation, f32 accumulation. `lane_sums` is what ops/matmul.wgsl's entry points call.
+// f32 activation, f32 accumulation. `lane_sums` is what shaders/ops/matmul.wgsl's entry points
+// call.
 //
 // X holds the columns back to back, each zero-padded to whole chunks: column j's chunk c is
 // X[j * P.x_stride + 8c ..][8].
@@ -44,16 +45,17 @@ fn levels_or_zero(row: u32, c: u32, q: ptr<function, Chunk>, f: ptr<function, ve
 }
 
 // This invocation's share of its row block's rows (row..row + ROW_BLOCK - 1) for every column
-// (the chunks of lane_walk), as ops/matmul.wgsl's Sums. A row past the pass's end contributes
-// nothing.
+// (the chunks of lane_walk), as shaders/ops/matmul.wgsl's Sums. A row past the pass's end
+// contributes nothing.
 fn lane_sums(row: u32, lane: u32) -> Sums {
     // Blocks past the pass's end walk no chunks (a loop bound, not an early return, keeps the
     // subgroup variant's adds in uniform control flow).
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
         // Matvec: the activation chunk first, then one row at a time, so only one row's
-        // decoded chunk is live beside it (four rows' were spilled by CPU drivers), and the
-        // chunk serves ROW_BLOCK rows (kernels.rs, Geometry).
+        // decoded chunk is live beside it (four rows' were spilled by CPU drivers:
+        // docs/performance.md#matvec-row-order), and the chunk serves ROW_BLOCK rows
+        // (src/gpu/kernels/geometry.rs, RowBlock).
         var acc: array<f32, ROW_BLOCK>;
         for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
             let x = x_chunk(0u, c);

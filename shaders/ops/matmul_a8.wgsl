@@ -1,14 +1,15 @@
-// Matmul, A8 profile (criteria.md "A8 (q8_1)"): the activation arrives quantized to ggml's q8_1
-// by ops/quantize_q8_1.wgsl, and a chunk's product is integer dot products of the weights' int8
-// codes with the activation's codes, then f32: per 16-value half,
-// `d_x (a Σ code·x_code - b Σ x_code)`. `dot4` is dot4I8Packed (ops/dot4_packed.wgsl) or the
-// portable emulation (ops/dot4_emulated.wgsl). `lane_sums` is what ops/matmul.wgsl calls.
+// Matmul, A8 profile (the A8 (q8_1) bound of ../shared/spec/criteria.md#matvec--matmul): the
+// activation arrives quantized to ggml's q8_1 by shaders/ops/quantize_q8_1.wgsl, and a chunk's
+// product is integer dot products of the weights' int8 codes with the activation's codes, then
+// f32: per 16-value half, `d_x (a Σ code·x_code - b Σ x_code)`. `dot4` is dot4I8Packed
+// (shaders/ops/dot4_packed.wgsl) or the portable emulation (shaders/ops/dot4_emulated.wgsl).
+// `lane_sums` is what shaders/ops/matmul.wgsl calls.
 //
-// The codec's A8 file (codecs/gguf_codes.wgsl, codecs/row_split_codes.wgsl,
-// codecs/block_scale_codes.wgsl) provides
+// The codec's A8 file (shaders/codecs/gguf_codes.wgsl, shaders/codecs/row_split_codes.wgsl,
+// shaders/codecs/block_scale_codes.wgsl) provides
 // `chunk_codes(row, c) -> Codes` and `chunk_affine8(row, c)` (a0, b0, a1, b1) for one chunk, and
-// `chunk_pair8(row, c) -> Pair8` for chunks c and c + 1 where A8_PAIRS (generated: src/gpu/
-// kernels.rs, a8_pairs) says the kernel goes a pair at a time.
+// `chunk_pair8(row, c) -> Pair8` for chunks c and c + 1 where A8_PAIRS (generated:
+// src/gpu/kernels/geometry.rs, a8_pairs) says the kernel goes a pair at a time.
 //
 // X holds, per column j and chunk c, three vec4<u32> from X[j * P.x_stride + 3c]: the 32 int8
 // codes (values 0..15, then 16..31, four per word, lowest byte first), then (binary32 bits of
@@ -70,7 +71,8 @@ fn pair_dot(p: Pair8, x: XPair) -> f32 {
     return chunk_dot8(p.a, p.fa, x.a0, x.a1, x.am) + chunk_dot8(p.b, p.fb, x.b0, x.b1, x.bm);
 }
 
-// As ops/matmul_a32.wgsl: this invocation's share of its row block's rows for every column.
+// As shaders/ops/matmul_a32.wgsl: this invocation's share of its row block's rows for every
+// column.
 // ggml's blocks of 64 values or more go a pair of chunks at a time (A8_PAIRS).
 fn lane_sums(row: u32, lane: u32) -> Sums {
     if A8_PAIRS {
@@ -78,8 +80,8 @@ fn lane_sums(row: u32, lane: u32) -> Sums {
     }
     let walk = lane_walk(lane, select(0u, P.chunks, row < P.rows));
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
-        // Matvec: as ops/matmul_a32.wgsl, the activation chunk first, then one row at a time
-        // for the block's ROW_BLOCK rows.
+        // Matvec: as shaders/ops/matmul_a32.wgsl, the activation chunk first, then one row at a
+        // time for the block's ROW_BLOCK rows.
         var acc: array<f32, ROW_BLOCK>;
         for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
             let x0 = X[3u * c];
@@ -94,9 +96,9 @@ fn lane_sums(row: u32, lane: u32) -> Sums {
         }
         return row_sums(acc);
     }
-    // Rows together (ROW_BLOCK is 4 here: kernels.rs, RowBlock::for_kernel): column sums of the four rows,
-    // indexed by the (uniform) column: a private array, which a SIMD compiler keeps as whole
-    // vectors, where workgroup slots cost a scatter per update.
+    // Rows together (ROW_BLOCK is 4 here: src/gpu/kernels/geometry.rs, RowBlock::for_kernel):
+    // column sums of the four rows, indexed by the (uniform) column: a private array, which a
+    // SIMD compiler keeps as whole vectors, where workgroup slots cost a scatter per update.
     var acc: Sums;
     for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
         var q0: Codes;
@@ -137,11 +139,11 @@ fn pair_sums(row: u32, lane: u32) -> Sums {
         return row_sums(acc);
     }
     // Rows together, every row of the block decoded before the column loop, so each activation
-    // load serves ROW_BLOCK rows (8 in the grid families' several-column kernels: kernels.rs,
-    // RowBlock). The decoded pairs are spilled by a CPU driver, but a spill costs a vector store
-    // and load where each activation word is a per-lane loop. Four rows to a Quad, not an array
-    // of ROW_BLOCK pairs: lavapipe kept that array in scratch memory (iq1_s J = 8: 36.97 shader
-    // instructions per weight against 17.17).
+    // load serves ROW_BLOCK rows (8 in the grid families' several-column kernels:
+    // src/gpu/kernels/geometry.rs, RowBlock). The decoded pairs are spilled by a CPU driver, but a
+    // spill costs a vector store and load where each activation word is a per-lane loop. Four
+    // rows to a Quad, not an array of ROW_BLOCK pairs: lavapipe kept that array in scratch
+    // memory, more than doubling the count (docs/performance.md#four-rows-to-a-quad).
     var acc: Sums;
     for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
         let lo = quad_or_zero(row, c);

@@ -1,7 +1,7 @@
 // The A8 profile's activation: each 32-value chunk of each column quantized as ggml's q8_1
 // (`quantize_row_q8_1_ref`, src/gguf/q8_1.rs): d = amax / 127, codes roundf(x · (1 / d)), d
 // stored as binary16 — so the scale a product sees is the binary16 value, as in ggml. One
-// invocation per (column, chunk) writes the layout ops/matmul_a8.wgsl reads, with the exact
+// invocation per (column, chunk) writes the layout shaders/ops/matmul_a8.wgsl reads, with the exact
 // integer sum of each half's codes (where ggml keeps the rounded s = d Σ codes).
 //
 // XF is the f32 activation, each column zero-padded to whole chunks (P.x_stride vec4 per

@@ -23,7 +23,7 @@ fn weight_word(q: f32, a: f32, b: f32, rw: u32) -> u32 {
     if ROW_DIVISOR {
         return bitcast<u32>(divide_by_word(a * q, rw));
     }
-    // Unreachable: the host sets exactly one ROW_* flag (src/gpu/kernels.rs tests it).
+    // Unreachable: the host sets exactly one ROW_* flag (src/gpu/kernels/tests.rs tests it).
     return 0x7fc0deadu;
 }
 

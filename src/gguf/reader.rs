@@ -91,8 +91,8 @@ fn packed<const W: usize, T>(raw: &[u8], from: fn([u8; W]) -> T) -> Vec<T> {
 /// Where a tensor stands with the format registry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorKind {
-    /// A registered format: loadable as an `EncodedTensor`.
-    Registered { format: Format, layout: Layout, shape: Vec<usize> },
+    /// A registered format: loadable as an `EncodedTensor` of [`TensorInfo::shape`].
+    Registered { format: Format, layout: Layout },
     /// A ggml type the registry does not hold (f16, q4_1, …): listed, not loadable.
     NotRegistered { type_name: &'static str },
 }
@@ -101,13 +101,59 @@ pub enum TensorKind {
 pub struct TensorInfo {
     pub name: String,
     /// ggml's dimensions, innermost first.
-    pub dims: Vec<u64>,
+    pub dims: Dims,
     pub ggml_type: u32,
     /// Offset inside the data section.
     pub offset: u64,
     /// Byte size, where the type's block geometry is known.
     pub bytes: Option<u64>,
     pub kind: TensorKind,
+}
+
+/// A tensor's 1..=4 dimensions, kept inline: a file of many small tensors would otherwise
+/// spend an allocation per tensor on them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    len: u8,
+    dims: [u64; MAX_DIMS as usize],
+}
+
+impl Dims {
+    fn new(dims: &[u64]) -> Dims {
+        let mut out = Dims { len: dims.len() as u8, dims: [0; MAX_DIMS as usize] };
+        out.dims[..dims.len()].copy_from_slice(dims);
+        out
+    }
+}
+
+impl std::ops::Deref for Dims {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.dims[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for Dims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl TensorInfo {
+    /// The logical shape a registered tensor loads as: [N, K] for ggml blocks (rows of K, the
+    /// first dimension), the dimensions outermost first otherwise. Sizes were checked to fit
+    /// the address space when the file was opened.
+    pub fn shape(&self) -> Vec<usize> {
+        let blocks =
+            matches!(self.kind, TensorKind::Registered { format, .. } if format.category() == Category::GgufBlock);
+        if blocks {
+            let k = self.dims[0];
+            let n: u64 = self.dims[1..].iter().product();
+            vec![n as usize, k as usize]
+        } else {
+            self.dims.iter().rev().map(|&d| d as usize).collect()
+        }
+    }
 }
 
 enum Bytes {
@@ -133,7 +179,9 @@ pub struct GgufFile {
     pub metadata: Vec<(String, Value)>,
     keys: HashMap<String, usize>,
     pub tensors: Vec<TensorInfo>,
-    index: HashMap<String, usize>,
+    /// Tensor indices sorted by name: 4 bytes a tensor, where a map of names would copy each
+    /// name again (a file of many small tensors is mostly names).
+    index: Vec<u32>,
     pub alignment: u64,
     pub data_offset: u64,
 }
@@ -319,14 +367,14 @@ fn describe(ggml_type: u32, dims: &[u64]) -> Result<(TensorKind, Option<u64>)> {
             let bytes = TensorDesc::new(format, Layout::GgufBlocksV1, &shape).encoded_bytes().map_err(|e| {
                 malformed("a block tensor's first dimension is a multiple of its block", format!("{format}: {e}"))
             })?;
-            Ok((TensorKind::Registered { format, layout: Layout::GgufBlocksV1, shape }, Some(bytes as u64)))
+            Ok((TensorKind::Registered { format, layout: Layout::GgufBlocksV1 }, Some(bytes as u64)))
         }
         Some(format) => {
             let shape = dims.iter().rev().map(|&d| to_usize(d)).collect::<Result<Vec<_>>>()?;
             let bytes = TensorDesc::new(format, Layout::ContiguousLeV1, &shape)
                 .encoded_bytes()
                 .map_err(|e| malformed("tensor sizes fit the address space", e.to_string()))?;
-            Ok((TensorKind::Registered { format, layout: Layout::ContiguousLeV1, shape }, Some(bytes as u64)))
+            Ok((TensorKind::Registered { format, layout: Layout::ContiguousLeV1 }, Some(bytes as u64)))
         }
         None => {
             let (type_name, geometry) = unregistered(ggml_type);
@@ -392,7 +440,6 @@ impl GgufFile {
             Some(v) => return Err(malformed("general.alignment is a power-of-two u32", format!("{v:?}"))),
         };
         let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors as usize);
-        let mut index = HashMap::with_capacity(n_tensors as usize);
         for _ in 0..n_tensors {
             let name = c.string("tensor name")?;
             let n_dims = c.u32("dimension count")?;
@@ -405,12 +452,15 @@ impl GgufFile {
             }
             let ggml_type = c.u32("tensor type")?;
             let offset = c.u64("tensor offset")?;
-            if index.insert(name.clone(), tensors.len()).is_some() {
-                return Err(malformed("tensor names are unique", format!("`{}` repeats", clip(&name))));
-            }
             let (kind, bytes) =
                 describe(ggml_type, &dims).map_err(|e| context(e, format!("tensor `{}`", clip(&name))))?;
-            tensors.push(TensorInfo { name, dims, ggml_type, offset, bytes, kind });
+            tensors.push(TensorInfo { name, dims: Dims::new(&dims), ggml_type, offset, bytes, kind });
+        }
+        let mut index: Vec<u32> = (0..tensors.len() as u32).collect();
+        index.sort_unstable_by(|&a, &b| tensors[a as usize].name.cmp(&tensors[b as usize].name));
+        if let Some(w) = index.windows(2).find(|w| tensors[w[0] as usize].name == tensors[w[1] as usize].name) {
+            let name = &tensors[w[0] as usize].name;
+            return Err(malformed("tensor names are unique", format!("`{}` repeats", clip(name))));
         }
         let data_offset = (c.at as u64).div_ceil(alignment) * alignment;
         let data_len = (b.len() as u64).saturating_sub(data_offset);
@@ -460,7 +510,8 @@ impl GgufFile {
     }
 
     pub fn info(&self, name: &str) -> Option<&TensorInfo> {
-        self.index.get(name).map(|&i| &self.tensors[i])
+        let at = self.index.binary_search_by(|&i| self.tensors[i as usize].name.as_str().cmp(name)).ok()?;
+        Some(&self.tensors[self.index[at] as usize])
     }
 
     /// The named tensor as an `EncodedTensor` borrowing the file's bytes.
@@ -470,8 +521,8 @@ impl GgufFile {
             name: name.to_string(),
             valid: short_list(self.tensors.iter().map(|t| t.name.as_str())),
         })?;
-        let (format, layout, shape) = match &t.kind {
-            TensorKind::Registered { format, layout, shape } => (*format, *layout, shape.clone()),
+        let (format, layout) = match &t.kind {
+            TensorKind::Registered { format, layout } => (*format, *layout),
             TensorKind::NotRegistered { type_name } => {
                 return Err(Error::Unsupported(format!(
                     "tensor `{name}` has ggml type {} ({type_name}): format not registered",
@@ -479,7 +530,7 @@ impl GgufFile {
                 )))
             }
         };
-        let desc = TensorDesc::new(format, layout, &shape);
+        let desc = TensorDesc::new(format, layout, &t.shape());
         let bytes = desc.encoded_bytes()?;
         let start = (self.data_offset + t.offset) as usize;
         EncodedTensor::new(desc, &self.bytes.as_slice()[start..start + bytes])

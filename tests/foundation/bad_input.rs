@@ -46,7 +46,7 @@ fn random_shapes_and_payloads_never_panic() {
         if constructed == 500 {
             break;
         }
-        let format = Format::ALL[rng.below(30) as usize];
+        let format = Format::ALL[rng.below(Format::COUNT as u64) as usize];
         let layout = Layout::ALL[rng.below(6) as usize];
         let layout = if rng.below(4) == 0 { layout } else { format.layout() };
         let shape = random_shape(&mut rng);

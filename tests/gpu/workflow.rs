@@ -176,7 +176,11 @@ fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-import");
     let _ = std::fs::remove_dir_all(&dir);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
-    let made = std::process::Command::new("python3").arg(script).arg(&dir).arg("11").status();
+    std::fs::create_dir_all(&dir).unwrap();
+    let formats = std::process::Command::new(BIN).args(["formats", "--json"]).output().unwrap();
+    std::fs::write(dir.join("formats.json"), &formats.stdout).unwrap();
+    let made =
+        std::process::Command::new("python3").arg(script).arg(&dir).arg("11").arg(dir.join("formats.json")).status();
     if !made.is_ok_and(|s| s.success()) {
         assert!(!ci(), "CI=true but the gguf fixture generator failed");
         return;

@@ -5,8 +5,11 @@ blocks quantized from random data — plus metadata of every value type, and rec
 dequantization of each tensor. tests/gguf.rs reads the file with the Rust reader and decodes
 with the Rust oracle, which must match bit for bit.
 
-Usage: gguf_fixtures.py OUT_DIR SEED
-Writes OUT_DIR/fixture.gguf, OUT_DIR/<tensor>.f32 (gguf's dequantization) and manifest.json.
+Usage: gguf_fixtures.py OUT_DIR SEED FORMATS_JSON
+FORMATS_JSON is `ninfer-wgpu formats --json`: the registry's ggml types and where their blocks keep
+binary16 multipliers, so a type added to the registry is generated with valid scales here without
+an edit. Writes OUT_DIR/fixture.gguf, OUT_DIR/<tensor>.f32 (gguf's dequantization) and
+manifest.json: {"tensors": [...], "not_in_gguf": [registered ggml type ids gguf does not know]}.
 """
 import json
 import os
@@ -17,12 +20,26 @@ import numpy as np
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-# Byte offsets of the binary16 multipliers inside each block (layouts.md).
-F16_AT = {
-    T.Q8_0: [0], T.Q4_0: [0], T.Q5_0: [0], T.IQ4_NL: [0], T.IQ4_XS: [0], T.IQ2_XXS: [0], T.IQ2_XS: [0],
-    T.IQ2_S: [0], T.IQ3_XXS: [0], T.IQ3_S: [0], T.IQ1_S: [0], T.Q2_K: [80, 82], T.Q3_K: [108],
-    T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.Q4_1: [0, 2], T.Q5_1: [0, 2], T.TQ1_0: [52], T.TQ2_0: [64],
-}
+# Byte offsets of the binary16 multipliers inside the blocks of the types gguf knows and the
+# registry does not (the registry's own come from FORMATS_JSON, which overrides these).
+F16_AT = {T.Q4_1: [0, 2], T.Q5_1: [0, 2], T.TQ1_0: [52], T.TQ2_0: [64]}
+# A super-scale spread over the top nibbles of four u16 words at this offset (iq1_m).
+F16_TOP_NIBBLES = {}
+
+
+def load_registry(path):
+    """The registry's ggml type ids; fills F16_AT and F16_TOP_NIBBLES from it."""
+    ids = []
+    for f in json.load(open(path)):
+        if f.get("ggml_name") is None:
+            continue
+        t, fields = f["ggml_type"], f["ggml_f16_fields"]
+        ids.append(t)
+        if "at" in fields:
+            F16_AT[t] = fields["at"]
+        else:
+            F16_TOP_NIBBLES[t] = fields["top_nibbles"]
+    return ids
 
 
 def finite_f16(rng, n):
@@ -34,20 +51,22 @@ def finite_f16(rng, n):
 def random_blocks(rng, qtype, n_blocks):
     values, size = gguf.GGML_QUANT_SIZES[qtype]
     b = rng.integers(0, 256, (n_blocks, size), dtype=np.uint8)
-    for at in F16_AT.get(qtype, []):
+    for at in F16_AT.get(int(qtype), []):
         b[:, at:at + 2] = finite_f16(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
-    if qtype == T.IQ1_M:
-        # The super-scale is the top nibble of each of the four u16 scale words at byte 48.
+    at = F16_TOP_NIBBLES.get(int(qtype))
+    if at is not None:
         d = finite_f16(rng, n_blocks)
-        words = b[:, 48:56].copy().view(np.uint16)
+        words = b[:, at:at + 8].copy().view(np.uint16)
         for i in range(4):
             words[:, i] = (words[:, i] & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12)
-        b[:, 48:56] = words.view(np.uint8)
+        b[:, at:at + 8] = words.view(np.uint8)
     return b
 
 
 def main():
     out, seed = sys.argv[1], int(sys.argv[2])
+    registered = load_registry(sys.argv[3])
+    known = {int(t) for t in gguf.GGML_QUANT_SIZES}
     rng = np.random.default_rng(seed)
     os.makedirs(out, exist_ok=True)
     writer = gguf.GGUFWriter(os.path.join(out, "fixture.gguf"), "ninfer-test")
@@ -103,7 +122,7 @@ def main():
     writer.write_tensors_to_file()
     writer.close()
     with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+        json.dump({"tensors": manifest, "not_in_gguf": [t for t in registered if t not in known]}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -7,14 +7,14 @@
 
 use clap::ValueEnum;
 use ninfer_wgpu::container::sources::{FloatData, FloatTensor};
-use ninfer_wgpu::container::{hex, ArtifactWriter, Binding, ObjectKind};
+use ninfer_wgpu::container::{hex, ArtifactWriter, Binding};
 use ninfer_wgpu::encode::direct::{self, DirectSource};
 use ninfer_wgpu::encode::grouped::{self, SearchOptions};
 use ninfer_wgpu::encode::rules::Rules;
 use ninfer_wgpu::encode::{fp8_row, Encoded};
 use ninfer_wgpu::error::clip;
-use ninfer_wgpu::gguf::reader::{GgufFile, TensorKind};
-use ninfer_wgpu::gpu::{capability, Gpu, GpuOptions, GpuTensor, Op, Platform, Profile, Variant};
+use ninfer_wgpu::gguf::reader::GgufFile;
+use ninfer_wgpu::gpu::{Gpu, GpuOptions, GpuTensor, Profile};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::oracle::{self, Dequantized};
 use ninfer_wgpu::{Category, EncodedTensor, Error, Format, Validated};
@@ -56,7 +56,7 @@ fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<String, Error> {
     }
 }
 
-fn open_gpu(options: GpuOptions) -> Result<Gpu, Error> {
+pub(crate) fn open_gpu(options: GpuOptions) -> Result<Gpu, Error> {
     block_on(Gpu::open(&options))
 }
 
@@ -88,154 +88,6 @@ use ninfer_wgpu::model::Model;
 /// Every piece validated before any device sees it: the CPU and GPU paths refuse the same files.
 fn validated<'t, 'a>(pieces: &'t [EncodedTensor<'a>]) -> Result<Vec<Validated<'t, 'a>>, Error> {
     pieces.iter().map(EncodedTensor::validate).collect()
-}
-
-/// `inspect` of a GGUF file: tensors with format, shape, bytes and capability status.
-fn inspect_gguf(file: &GgufFile, platform: Option<&Platform>, gpu_note: &str, as_json: bool) -> Result<bool, Error> {
-    let mut tensors = Vec::new();
-    for t in &file.tensors {
-        tensors.push(match &t.kind {
-            TensorKind::Registered { format, layout, shape } => {
-                let st = |op| capability::status(*format, *layout, op, Variant::Workgroup, platform);
-                // A8 runs with the emulated dot where the packed one is missing.
-                let a8 = capability::status(*format, *layout, Op::MatmulA8, Variant::EmulatedDot, platform);
-                json!({ "id": t.name, "format": format.name(), "layout": layout.name(), "shape": shape, "bytes": t.bytes, "dequant": st(Op::Dequant), "matmul": st(Op::Matmul), "matmul_a8": a8, "gather": st(Op::Gather), "error": null })
-            }
-            TensorKind::NotRegistered { type_name } => {
-                json!({ "id": t.name, "format": type_name, "layout": null, "shape": t.dims, "bytes": t.bytes, "dequant": null, "matmul": null, "matmul_a8": null, "gather": null, "error": format!("ggml type {} ({type_name}): format not registered", t.ggml_type) })
-            }
-        });
-    }
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&json!({ "gguf_version": file.version, "alignment": file.alignment, "platform": platform, "tensors": tensors })).map_err(|e| Error::Io(e.to_string()))?);
-        return Ok(true);
-    }
-    println!("GGUF v{}: {} metadata keys, {} tensors", file.version, file.metadata.len(), file.tensors.len());
-    print_tensors(gpu_note, &tensors);
-    Ok(true)
-}
-
-fn print_tensors(gpu_note: &str, tensors: &[serde_json::Value]) {
-    println!("{gpu_note}");
-    println!(
-        "{:<24} {:<22} {:<26} {:<16} {:>12}  dequant / matmul / gather",
-        "id", "format", "layout", "shape", "bytes"
-    );
-    let show = |s: &serde_json::Value| match s.get("status").and_then(|v| v.as_str()) {
-        Some("supported") => "supported".to_string(),
-        Some(_) => format!("unsupported: {}", s.get("reason").and_then(|r| r.as_str()).unwrap_or("")),
-        None => "-".to_string(),
-    };
-    for t in tensors {
-        let status = match t["error"].as_str() {
-            Some(e) => format!("error: {e}"),
-            None => format!("{} / {} / {}", show(&t["dequant"]), show(&t["matmul"]), show(&t["gather"])),
-        };
-        println!(
-            "{:<24} {:<22} {:<26} {:<16} {:>12}  {status}",
-            t["id"].as_str().unwrap_or(""),
-            t["format"].as_str().unwrap_or(""),
-            t["layout"].as_str().unwrap_or(""),
-            t["shape"].to_string(),
-            t["bytes"].as_u64().unwrap_or(0)
-        );
-    }
-}
-
-/// `inspect`: files, tensors with their capability status, resources, bindings and uses.
-pub fn inspect(file: &Path, options: GpuOptions, as_json: bool) -> Result<bool, Error> {
-    let opened = Model::open(file)?;
-    let gpu = open_gpu(options);
-    let platform: Option<&Platform> = gpu.as_ref().ok().map(|g| g.platform());
-    let gpu_note = match &gpu {
-        Ok(g) => format!("capability status on {}", g.platform().summary()),
-        Err(e) => format!("no GPU adapter opened ({e}); capability status shown without platform rules"),
-    };
-    let artifact = match &opened {
-        Model::Ninfer(a) => a,
-        Model::Gguf(g) => return inspect_gguf(g, platform, &gpu_note, as_json),
-    };
-    let root = artifact.root();
-    let mut tensors = Vec::new();
-    let mut resources = Vec::new();
-    for o in artifact.objects() {
-        match &o.kind {
-            ObjectKind::Tensor { format, layout, shape, divisors } => {
-                // The first-use checks (names, geometry, size), then every word and padding
-                // byte: a tensor no kernel would be given is not shown as supported.
-                let status = artifact.tensor(&o.id).and_then(|t| {
-                    t.validate()?;
-                    let d = t.desc();
-                    let st = |op| capability::status(d.format, d.layout, op, Variant::Workgroup, platform);
-                    Ok((st(Op::Dequant), st(Op::Matmul), st(Op::Gather)))
-                });
-                let (dequant, matmul, gather, error) = match status {
-                    Ok((d, m, g)) => (Some(d), Some(m), Some(g), None),
-                    Err(e) => (None, None, None, Some(e.to_string())),
-                };
-                tensors.push(json!({ "id": o.id, "format": format, "layout": layout, "shape": shape, "divisors": divisors, "offset": o.offset, "bytes": o.bytes, "dequant": dequant, "matmul": matmul, "gather": gather, "error": error }));
-            }
-            ObjectKind::Resource { encoding } => {
-                resources.push(json!({ "id": o.id, "encoding": encoding, "offset": o.offset, "bytes": o.bytes }))
-            }
-        }
-    }
-    let files: Vec<_> =
-        root.files.iter().map(|f| json!({ "path": f.path, "payload_bytes": f.payload_bytes })).collect();
-    if as_json {
-        let report = json!({
-            "artifact_id": hex(&artifact.artifact_id()),
-            "files": files,
-            "platform": platform,
-            "gpu_error": gpu.as_ref().err().map(|e| e.to_string()),
-            "tensors": tensors,
-            "resources": resources,
-            "bindings": root.bindings.keys().collect::<Vec<_>>(),
-            "uses": root.uses.iter().map(|u| json!({ "parameter": u.parameter, "input": u.input })).collect::<Vec<_>>(),
-        });
-        // The metadata goes out as the text it is stored as, never built into a tree.
-        #[derive(serde::Serialize)]
-        struct Report<'a> {
-            #[serde(flatten)]
-            report: serde_json::Value,
-            metadata: Option<&'a ninfer_wgpu::container::RawJson>,
-        }
-        let report = Report { report, metadata: root.metadata.as_ref() };
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Io(e.to_string()))?);
-        return Ok(true);
-    }
-    let name = root.metadata.as_ref().and_then(|m| m.member("name"));
-    let name = name.as_ref().and_then(|n| n.as_str()).unwrap_or("(unnamed)");
-    println!(
-        "{name}: artifact {} in {} file(s), {} payload bytes",
-        hex(&artifact.artifact_id()),
-        root.files.len(),
-        root.payload_bytes()
-    );
-    print_tensors(&gpu_note, &tensors);
-    for r in &resources {
-        println!(
-            "resource {} ({}, {} bytes)",
-            r["id"].as_str().unwrap_or(""),
-            r["encoding"].as_str().unwrap_or(""),
-            r["bytes"].as_u64().unwrap_or(0)
-        );
-    }
-    for (name, b) in &root.bindings {
-        let what = match b {
-            Binding::Object(id) => id.clone(),
-            Binding::Parts(parts) => parts
-                .iter()
-                .map(|p| format!("{}[{}..{})", p.object, p.range.start, p.range.end))
-                .collect::<Vec<_>>()
-                .join(" + "),
-        };
-        println!("binding {name} = {what}");
-    }
-    for u in &root.uses {
-        println!("use {} on {}", u.parameter, u.input);
-    }
-    Ok(true)
 }
 
 /// Little-endian bytes of decoded values (f32, or i32 for int32 tensors).

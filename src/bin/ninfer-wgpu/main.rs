@@ -3,6 +3,7 @@
 //! them.
 
 mod files;
+mod inspect;
 mod progress;
 mod verify;
 
@@ -574,12 +575,21 @@ fn run_bench(
     Ok(true)
 }
 
+/// Where a ggml block keeps its binary16 multipliers, for scripts that make valid blocks
+/// (tests/independent/gguf_fixtures.py).
+fn f16_fields(f: ninfer_wgpu::format::F16Fields) -> serde_json::Value {
+    match f {
+        ninfer_wgpu::format::F16Fields::At(at) => serde_json::json!({ "at": at }),
+        ninfer_wgpu::format::F16Fields::TopNibbles(at) => serde_json::json!({ "top_nibbles": at }),
+    }
+}
+
 fn formats(as_json: bool) -> Result<bool, Error> {
     let rows: Vec<serde_json::Value> = Format::ALL
         .into_iter()
         .map(|f| {
             let s = f.spec();
-            serde_json::json!({ "name": s.name, "category": format!("{:?}", s.category), "code_bits": s.code_bits, "geometry": format!("{:?}", s.geometry), "ggml_type": s.gguf.map(|t| t.id), "ggml_name": s.gguf.map(|t| t.ggml_name), "bits_per_weight": f.bits_per_weight(), "layouts": f.layouts().iter().map(|l| l.name()).collect::<Vec<_>>() })
+            serde_json::json!({ "name": s.name, "category": format!("{:?}", s.category), "code_bits": s.code_bits, "geometry": format!("{:?}", s.geometry), "ggml_type": s.gguf.map(|t| t.id), "ggml_name": s.gguf.map(|t| t.ggml_name), "ggml_f16_fields": s.gguf.map(|t| f16_fields(t.f16)), "bits_per_weight": f.bits_per_weight(), "layouts": f.layouts().iter().map(|l| l.name()).collect::<Vec<_>>() })
         })
         .collect();
     if as_json {
@@ -616,7 +626,7 @@ fn main() -> ExitCode {
             run_bench(&gpu, &formats, shape, &columns, choice, json, plot.as_deref())
         }
         Command::Formats { json } => formats(json),
-        Command::Inspect { file, json, gpu } => files::inspect(&file, gpu.options(), json),
+        Command::Inspect { file, json, gpu } => inspect::inspect(&file, gpu.options(), json),
         Command::Dequant { file, tensor, device, gpu, output } => {
             files::dequant(&file, &tensor, device, gpu.options(), &output)
         }

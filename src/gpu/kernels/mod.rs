@@ -134,7 +134,7 @@ pub fn constants(key: KernelKey) -> Result<String> {
 /// in the block, chunk in the row); a type whose decoders are missing fails to compile.
 fn block_decoders(key: KernelKey) -> Result<String> {
     let t = key.format.gguf().ok_or_else(|| Error::Unsupported(format!("{} is not a ggml block type", key.format)))?;
-    let name = t.ggml_name;
+    let name = t.ggml_name.to_lowercase();
     let call =
         |f: &str, ty: &str, body: String| format!("fn {f}(base: u32, j: u32, c: u32) -> {ty} {{ return {body}; }}\n");
     let mut s = call("block_levels", "Chunk", format!("levels_{name}(base, j, c)"));

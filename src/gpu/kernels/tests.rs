@@ -27,7 +27,7 @@ fn every_ggml_type_has_its_decoders_in_the_codecs() {
     let defines = |source: &str, name: String| source.contains(&format!("fn {name}(base: u32, "));
     for format in Format::ALL {
         let Some(t) = format.gguf() else { continue };
-        let n = t.ggml_name;
+        let n = t.ggml_name.to_lowercase();
         assert!(defines(CODEC_GGUF_BLOCKS, format!("levels_{n}")), "{format}: levels_{n}");
         assert!(defines(CODEC_GGUF_BLOCKS, format!("affine_{n}")), "{format}: affine_{n}");
         match t.a8 {
