@@ -23,7 +23,7 @@ fn p0_u8_at(b: u32) -> u32 {
 }
 
 // The four u32 at bytes b..b + 16. For types whose blocks are whole words every caller's b is a
-// block's start + 4k (rows and pass windows start on whole rows, src/gpu/plan.rs, so every
+// block's start + 4k (rows and pass windows start on whole rows, src/gpu/plan/mod.rs, so every
 // block starts on a word): four loads. Blocks of whole vec4s (q4_K, q5_K) are read at a block's
 // start + 16k only, so where the window allows (P.vec0, uniform) that is one vec4 load. For the
 // others, five aligned loads funnel-shifted, where four unaligned loads would take eight.

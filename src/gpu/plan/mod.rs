@@ -12,7 +12,11 @@
 //! 128-row tiles). Passes never straddle a block, and outputs larger than one buffer are cut the
 //! same way, so every kernel reads and writes exactly as it does over one buffer.
 
-use super::kernels::{self, Op, CHUNK, MAX_COLUMNS, WORDS_WG};
+mod dequant;
+mod gather;
+mod matmul;
+
+use super::kernels::{self, Op, Profile, CHUNK};
 use super::params::Params;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -269,6 +273,13 @@ pub struct Plan {
     pub index: Vec<u32>,
 }
 
+impl Plan {
+    /// The plan of an op with nothing to compute: its outputs, no passes.
+    fn empty(out_words: u64, outputs: Vec<u64>, x_words: u64) -> Plan {
+        Plan { passes: Vec::new(), out_words, outputs, x_words, quantize: None, index: Vec::new() }
+    }
+}
+
 fn align_down(x: u64, a: u64) -> u64 {
     x / a * a
 }
@@ -317,7 +328,8 @@ fn plane_windows(v: &View, block: &Block, r0: u64, r1: u64, align: u64, place: &
     windows
 }
 
-/// Plans `request` over a `format` tensor of `geometry` whose payload is placed as `place`.
+/// Plans `request` over a `format` tensor of `geometry` whose payload is placed as `place`: the
+/// frame every op shares, then the op's own planner (`dequant.rs`, `matmul.rs`, `gather.rs`).
 pub fn plan(
     format: Format,
     geometry: &PayloadGeometry,
@@ -325,166 +337,133 @@ pub fn plan(
     limits: &PlanLimits,
     place: &Placement,
 ) -> Result<Plan> {
-    let v = View::of(geometry);
-    let op = request.op();
-    let align = limits.align.max(4);
-    // Kernels address bytes inside a binding with u32 arithmetic, so no window may reach 4 GiB
-    // even where an adapter (Metal) allows larger bindings.
-    let limit = limits.max_binding.min(u32::MAX as u64 & !3);
-    let chunks = v.k.div_ceil(CHUNK as u64);
-    let max_dim = limits.max_workgroups_per_dimension.max(1) as u64;
-    let max_groups = max_dim * max_dim;
-    let k32 = to_u32(v.k, "K")?;
-    let chunks32 = to_u32(chunks, "chunks per row")?;
+    let frame = Frame::new(format, geometry, limits, place)?;
+    match request {
+        Request::Dequant => dequant::plan(&frame),
+        Request::Matmul { columns } => matmul::plan(&frame, Profile::A32, columns),
+        Request::MatmulA8 { columns } => matmul::plan(&frame, Profile::A8, columns),
+        Request::Gather { rows } => gather::plan(&frame, rows),
+    }
+}
 
-    // What the op reads and writes besides the payload, checked before anything else.
-    let (columns, requests) = match request {
-        Request::Dequant => (1, &[][..]),
-        Request::Matmul { columns } | Request::MatmulA8 { columns } => {
-            if columns == 0 || columns > MAX_COLUMNS {
-                return Err(Error::Unsupported(format!(
-                    "matmul takes 1..={MAX_COLUMNS} activation columns, got {columns}"
-                )));
+/// What every op's plan shares: the payload's planes, the binding and dispatch limits, and the
+/// parameters every pass starts from.
+struct Frame<'a> {
+    format: Format,
+    v: View,
+    layout: &'static str,
+    place: &'a Placement,
+    align: u64,
+    /// The largest window one storage binding takes.
+    limit: u64,
+    max_buffer: u64,
+    vec4_loads: bool,
+    chunks: u64,
+    max_dim: u64,
+    max_groups: u64,
+    base: Params,
+}
+
+impl<'a> Frame<'a> {
+    fn new(format: Format, geometry: &PayloadGeometry, limits: &PlanLimits, place: &'a Placement) -> Result<Frame<'a>> {
+        let v = View::of(geometry);
+        let chunks = v.k.div_ceil(CHUNK as u64);
+        let max_dim = limits.max_workgroups_per_dimension.max(1) as u64;
+        let base = Params {
+            k: to_u32(v.k, "K")?,
+            chunks: to_u32(chunks, "chunks per row")?,
+            aux0: v.aux[0],
+            aux1: v.aux[1],
+            ..Params::default()
+        };
+        Ok(Frame {
+            format,
+            layout: geometry.layout().name(),
+            place,
+            align: limits.align.max(4),
+            // Kernels address bytes inside a binding with u32 arithmetic, so no window may reach
+            // 4 GiB even where an adapter (Metal) allows larger bindings.
+            limit: limits.max_binding.min(u32::MAX as u64 & !3),
+            max_buffer: limits.max_buffer,
+            vec4_loads: limits.vec4_loads,
+            chunks,
+            max_dim,
+            max_groups: max_dim * max_dim,
+            base,
+            v,
+        })
+    }
+
+    /// Whether there is nothing to compute (no rows, or rows of no values).
+    fn is_empty(&self) -> bool {
+        self.v.rows == 0 || self.chunks == 0
+    }
+
+    /// Rows per pass: every window (alignment slack + rows + end rounding) fits one binding,
+    /// counting `out_per_row` bytes of a windowed output, at most `cap`, in whole row quanta.
+    /// Call only when the frame is not empty.
+    fn rows_per_pass(&self, out_per_row: u64, cap: u64) -> Result<u64> {
+        let v = &self.v;
+        let mut widest = out_per_row;
+        for p in v.planes {
+            if let PlaneRef::Rows { stride, .. } = p {
+                widest = widest.max(stride);
             }
-            (columns as u64, &[][..])
         }
-        Request::Gather { rows } => {
-            if let Some(&bad) = rows.iter().find(|&&r| r as u64 >= v.rows) {
-                return Err(Error::Shape {
-                    layout: geometry.layout().name(),
-                    rule: "gather rows are < N",
-                    detail: format!("row index {bad} but N = {}", v.rows),
-                });
-            }
-            (1, rows)
-        }
-    };
-    let out_words = match op {
-        Op::Dequant => v.rows * v.k,
-        Op::Matmul | Op::MatmulA8 => columns * v.rows,
-        Op::Gather => requests.len() as u64 * v.k,
-    };
-    let out_bytes = out_words * 4;
-    let row_out = v.k * 4;
-    // Output units (dequant: rows, gather: requests, matmul: everything) per output buffer.
-    let per_output = match op {
-        Op::Matmul | Op::MatmulA8 if out_bytes > limit => {
+        let room = self.limit.saturating_sub(self.align + 3);
+        let per_pass = v.rows.min(room / widest.max(1)).min(cap) / v.row_quantum * v.row_quantum;
+        if per_pass == 0 {
             return Err(Error::Unsupported(format!(
-                "{format} matmul: the output needs {out_bytes} bytes, over the {limit}-byte storage binding limit"
-            )))
+                "{}: one pass of {} row(s) needs a {}-byte window, but this adapter binds at most {} bytes per storage binding",
+                self.format,
+                v.row_quantum,
+                widest * v.row_quantum + self.align + 3,
+                self.limit
+            )));
         }
-        Op::Matmul | Op::MatmulA8 => v.rows.max(1),
-        Op::Dequant | Op::Gather if out_bytes <= limits.max_buffer.min(limit) => u64::MAX,
-        // Dequant binds a window per pass (passes keep the row quantum); gather binds its
-        // output buffer whole.
-        Op::Dequant => limits.max_buffer / row_out.max(1) / v.row_quantum * v.row_quantum,
-        Op::Gather => limits.max_buffer.min(limit) / row_out.max(1),
-    };
-    if per_output == 0 {
-        return Err(Error::Unsupported(format!(
-            "{format} {}: {} row(s) of output take {} bytes, over this adapter's {}-byte max_buffer_size",
-            op.name(),
-            v.row_quantum,
-            row_out * v.row_quantum,
-            limits.max_buffer
-        )));
-    }
-    let units = match op {
-        Op::Dequant => v.rows,
-        Op::Gather => requests.len() as u64,
-        Op::Matmul | Op::MatmulA8 => v.rows.max(1),
-    };
-    let outputs: Vec<u64> = match op {
-        Op::Dequant | Op::Gather if per_output < units => {
-            (0..units.div_ceil(per_output)).map(|i| (units - i * per_output).min(per_output) * v.k).collect()
-        }
-        Op::Dequant | Op::Gather | Op::Matmul | Op::MatmulA8 => vec![out_words],
-    };
-    let f32_words = columns * chunks * CHUNK as u64;
-    let x_words = match op {
-        Op::Matmul => f32_words,
-        Op::MatmulA8 => columns * chunks * kernels::Q8_1_CHUNK_WORDS as u64,
-        Op::Dequant | Op::Gather => 0,
-    };
-    // A8 with a K of partial chunks (grouped formats; ggml's blocks are whole chunks): the
-    // quantize pass reads the columns zero-padded to whole chunks, so the last q8_1 block has
-    // zeros after K, where every weight code is zero (canonical padding, checked on the CPU).
-    if x_words.max(f32_words * u64::from(op == Op::MatmulA8)) * 4 > limit {
-        return Err(Error::Unsupported(format!(
-            "{columns} activation column(s) of K = {} need {} bytes, over the {limit}-byte binding limit",
-            v.k,
-            x_words * 4
-        )));
-    }
-
-    // Rows per pass: every window (alignment slack + rows + end rounding) fits one binding.
-    let out_per_row = match op {
-        Op::Dequant => row_out,
-        Op::Matmul | Op::MatmulA8 | Op::Gather => 0,
-    };
-    let mut widest = out_per_row;
-    for p in v.planes {
-        if let PlaneRef::Rows { stride, .. } = p {
-            widest = widest.max(stride);
-        }
-    }
-    let room = limit.saturating_sub(align + 3);
-    let mut per_pass = v.rows.min(room / widest.max(1));
-    per_pass = match op {
-        Op::Dequant => per_pass.min(max_groups * WORDS_WG as u64 / chunks.max(1)).min(u32::MAX as u64 / chunks.max(1)),
-        Op::Matmul | Op::MatmulA8 => per_pass.min(max_groups * kernels::matmul_rows(format) as u64),
-        // Requests per dispatch are bounded below; a pass's window only bounds source rows.
-        Op::Gather => per_pass,
-    };
-    per_pass = per_pass / v.row_quantum * v.row_quantum;
-    if v.rows == 0 || chunks == 0 {
-        return Ok(Plan { passes: Vec::new(), out_words, outputs, x_words, quantize: None, index: Vec::new() });
-    }
-    if per_pass == 0 {
-        return Err(Error::Unsupported(format!(
-            "{format}: one pass of {} row(s) needs a {}-byte window, but this adapter binds at most {limit} bytes per storage binding",
-            v.row_quantum,
-            widest * v.row_quantum + align + 3
-        )));
-    }
-    for (i, p) in v.planes.iter().enumerate() {
-        if let (PlaneRef::Fixed { .. }, Some((segment, offset))) = (p, place.blocks[0].planes[i]) {
-            if place.buffer_len(segment) - align_down(offset, align) > limit {
-                return Err(Error::Unsupported(format!(
-                    "{format}: the divisor table does not fit one binding of {limit} bytes"
-                )));
+        for (i, p) in v.planes.iter().enumerate() {
+            if let (PlaneRef::Fixed { .. }, Some((segment, offset))) = (p, self.place.blocks[0].planes[i]) {
+                if self.place.buffer_len(segment) - align_down(offset, self.align) > self.limit {
+                    return Err(Error::Unsupported(format!(
+                        "{}: the divisor table does not fit one binding of {} bytes",
+                        self.format, self.limit
+                    )));
+                }
             }
         }
+        Ok(per_pass)
     }
 
-    // Pass row ranges: per block, runs of at most `per_pass` rows, cut where a dequant output
-    // buffer ends.
-    let mut ranges: Vec<(usize, u64, u64)> = Vec::new();
-    for (b, block) in place.blocks.iter().enumerate() {
-        let mut r0 = block.rows.start;
-        while r0 < block.rows.end {
-            let mut r1 = (r0 + per_pass).min(block.rows.end);
-            if op == Op::Dequant && per_output != u64::MAX {
-                r1 = r1.min((r0 / per_output + 1) * per_output);
+    /// Pass row ranges (block, first row, end row): per block, runs of at most `per_pass` rows,
+    /// also cut every `cut` rows (where a dequant output buffer ends).
+    fn ranges(&self, per_pass: u64, cut: Option<u64>) -> Vec<(usize, u64, u64)> {
+        let mut ranges = Vec::new();
+        for (b, block) in self.place.blocks.iter().enumerate() {
+            let mut r0 = block.rows.start;
+            while r0 < block.rows.end {
+                let mut r1 = (r0 + per_pass).min(block.rows.end);
+                if let Some(cut) = cut {
+                    r1 = r1.min((r0 / cut + 1) * cut);
+                }
+                ranges.push((b, r0, r1));
+                r0 = r1;
             }
-            ranges.push((b, r0, r1));
-            r0 = r1;
         }
+        ranges
     }
 
-    let base = Params { k: k32, chunks: chunks32, aux0: v.aux[0], aux1: v.aux[1], ..Params::default() };
-    let mut passes = Vec::new();
-    let mut index = Vec::new();
-    let windows_of = |b: usize, r0: u64, r1: u64| -> Result<([PlaneBinding; 3], Params)> {
-        let w = plane_windows(&v, &place.blocks[b], r0, r1, align, place);
-        let mut p = base;
+    /// The planes' bindings and the parameters of a pass over rows `r0..r1` of block `b`.
+    fn windows(&self, b: usize, r0: u64, r1: u64) -> Result<([PlaneBinding; 3], Params)> {
+        let v = &self.v;
+        let w = plane_windows(v, &self.place.blocks[b], r0, r1, self.align, self.place);
+        let mut p = self.base;
         p.row0 = to_u32(r0, "row index")?;
         (p.off0, p.stride0) = (to_u32(w[0].3, "plane offset")?, to_u32(w[0].4, "row stride")?);
         // Binding 6 views plane 0's window as vec4<u32>: only where it starts and ends on whole
         // vec4s (a shorter tail would be past the array's end). Kernels test the rows'
         // alignment (off0, stride0) themselves.
         let on_vec4 = w[0].1.is_multiple_of(16) && w[0].2 >= 16 && w[0].2.is_multiple_of(16);
-        p.vec0 = u32::from(limits.vec4_loads && matches!(v.planes[0], PlaneRef::Rows { .. }) && on_vec4);
+        p.vec0 = u32::from(self.vec4_loads && matches!(v.planes[0], PlaneRef::Rows { .. }) && on_vec4);
         (p.off1, p.stride1) = (to_u32(w[1].3, "plane offset")?, to_u32(w[1].4, "row stride")?);
         (p.off2, p.stride2) = (to_u32(w[2].3, "plane offset")?, to_u32(w[2].4, "row stride")?);
         let binding = |i: usize| match v.planes[i] {
@@ -494,99 +473,42 @@ pub fn plan(
             }
         };
         Ok(([binding(0), binding(1), binding(2)], p))
-    };
-    let whole = |o: usize| (o, Window { start: 0, size: (outputs[o] * 4).max(4) });
-    match op {
-        Op::Dequant | Op::Matmul | Op::MatmulA8 => {
-            for &(b, r0, r1) in &ranges {
-                let rows = r1 - r0;
-                let (planes, mut p) = windows_of(b, r0, r1)?;
-                p.rows = to_u32(rows, "rows per pass")?;
-                let (out, groups) = match op {
-                    Op::Dequant => {
-                        let (o, first) = match per_output {
-                            u64::MAX => (0, 0),
-                            per => (r0 / per, r0 / per * per),
-                        };
-                        let out_start = (r0 - first) * out_per_row;
-                        let ws = align_down(out_start, align);
-                        let we = ((r1 - first) * out_per_row).div_ceil(4) * 4;
-                        p.out_off = to_u32((out_start - ws) / 4, "output offset")?;
-                        (
-                            (o as usize, Window { start: ws, size: (we - ws).max(4) }),
-                            (rows * chunks).div_ceil(WORDS_WG as u64),
-                        )
-                    }
-                    Op::Matmul | Op::MatmulA8 | Op::Gather => {
-                        p.out_off = p.row0;
-                        p.out_stride = to_u32(v.rows, "N")?;
-                        // vec4 units per column: a chunk is 8 of f32 (A32) or 3 of q8_1 words (A8).
-                        let per_chunk = match op {
-                            Op::MatmulA8 => kernels::Q8_1_CHUNK_WORDS as u64 / 4,
-                            Op::Dequant | Op::Matmul | Op::Gather => CHUNK as u64 / 4,
-                        };
-                        p.x_stride = to_u32(chunks * per_chunk, "activation stride")?;
-                        p.columns = columns as u32;
-                        (whole(0), rows.div_ceil(kernels::matmul_rows(format) as u64))
-                    }
-                };
-                p.groups_x = dispatch_size(groups, max_dim)[0];
-                passes.push(Pass { params: p, planes, out, groups: dispatch_size(groups, max_dim) });
-            }
-        }
-        Op::Gather => {
-            // Bucket requests by the pass range holding their source row (ranges are sorted),
-            // keeping request order inside a bucket.
-            let mut buckets: Vec<Vec<(u64, u32)>> = vec![Vec::new(); ranges.len()];
-            for (out_row, &src) in requests.iter().enumerate() {
-                let w = ranges.partition_point(|&(_, r0, _)| r0 <= src as u64) - 1;
-                buckets[w].push((out_row as u64, (src as u64 - ranges[w].1) as u32));
-            }
-            // Requests per dispatch: every invocation index (request * chunks + chunk) fits u32
-            // and the dispatch fits max_dim^2 workgroups.
-            let per_dispatch = (max_groups * WORDS_WG as u64 / chunks).min(u32::MAX as u64 / chunks).max(1) as usize;
-            for (w, bucket) in buckets.iter().enumerate() {
-                let (b, r0, r1) = ranges[w];
-                // Requests in request order: runs that land in one output buffer.
-                for run in bucket.chunk_by(|x, y| x.0 / per_output == y.0 / per_output) {
-                    let o = (run[0].0 / per_output) as usize;
-                    for part in run.chunks(per_dispatch) {
-                        let (planes, mut p) = windows_of(b, r0, r1)?;
-                        p.rows = part.len() as u32;
-                        p.index_off = to_u32(index.len() as u64 / 2, "request index")?;
-                        for &(out_row, src) in part {
-                            index.extend([to_u32(out_row - o as u64 * per_output, "request index")?, src]);
-                        }
-                        let groups = (part.len() as u64 * chunks).div_ceil(WORDS_WG as u64);
-                        p.groups_x = dispatch_size(groups, max_dim)[0];
-                        passes.push(Pass { params: p, planes, out: whole(o), groups: dispatch_size(groups, max_dim) });
-                    }
-                }
-            }
+    }
+
+    /// Output buffers of `units` units of `unit_words` each, `per_output` units a buffer.
+    fn outputs(units: u64, unit_words: u64, per_output: u64) -> Vec<u64> {
+        match per_output {
+            u64::MAX => vec![units * unit_words],
+            per => (0..units.div_ceil(per)).map(|i| (units - i * per).min(per) * unit_words).collect(),
         }
     }
-    let quantize = match op {
-        Op::MatmulA8 => {
-            let groups = (columns * chunks).div_ceil(WORDS_WG as u64);
-            let size = dispatch_size(groups, max_dim);
-            let params = Params {
-                k: k32,
-                chunks: chunks32,
-                columns: columns as u32,
-                x_stride: to_u32(chunks * (CHUNK as u64 / 4), "activation stride")?,
-                groups_x: size[0],
-                ..Params::default()
-            };
-            if groups > max_groups {
-                return Err(Error::Unsupported(format!(
-                    "{columns} column(s) of {chunks} q8_1 blocks need more than {max_groups} workgroups"
-                )));
-            }
-            Some(QuantizePass { params, groups: size, f32_words })
+
+    /// Output units (rows or requests of K values) per output buffer, `u64::MAX` where the whole
+    /// output fits one; `windowed` outputs are bound a pass's window at a time (dequant), the
+    /// others whole (gather).
+    fn units_per_output(&self, op: Op, units: u64, windowed: bool) -> Result<u64> {
+        let v = &self.v;
+        let row_out = v.k * 4;
+        let per_output = if units * row_out <= self.max_buffer.min(self.limit) {
+            u64::MAX
+        } else if windowed {
+            // Passes keep the row quantum.
+            self.max_buffer / row_out.max(1) / v.row_quantum * v.row_quantum
+        } else {
+            self.max_buffer.min(self.limit) / row_out.max(1)
+        };
+        if per_output == 0 {
+            return Err(Error::Unsupported(format!(
+                "{} {}: {} row(s) of output take {} bytes, over this adapter's {}-byte max_buffer_size",
+                self.format,
+                op.name(),
+                v.row_quantum,
+                row_out * v.row_quantum,
+                self.max_buffer
+            )));
         }
-        Op::Dequant | Op::Matmul | Op::Gather => None,
-    };
-    Ok(Plan { passes, out_words, outputs, x_words, quantize, index })
+        Ok(per_output)
+    }
 }
 
 /// The A8 activation quantization: one invocation per (column, chunk).
@@ -599,5 +521,4 @@ pub struct QuantizePass {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

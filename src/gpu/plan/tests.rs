@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::format::Format;
+use crate::gpu::kernels::{MAX_COLUMNS, WORDS_WG};
 use crate::layout::PayloadGeometry;
 
 fn limits(max_binding: u64, max_dim: u32) -> PlanLimits {
