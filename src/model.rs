@@ -3,7 +3,7 @@
 //! The CLI's file commands and the browser API name tensors the same way through it.
 
 use crate::container::{Artifact, ObjectKind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gguf::reader::{GgufFile, TensorKind};
 use crate::gpu::capability::{self, Status};
 use crate::gpu::{Op, Platform, Variant};
@@ -58,6 +58,11 @@ impl Model {
             Model::Ninfer(a) => a.resolve(tensor),
             Model::Gguf(g) => Ok(vec![g.tensor(tensor)?]),
         }
+    }
+
+    /// TENSOR as one rank-2 matrix for `op` (see [`Stacked`]).
+    pub fn stacked(&self, tensor: &str, op: &str) -> Result<Stacked<'_>> {
+        Stacked::new(self.pieces(tensor)?, op)
     }
 
     /// Every tensor the file holds, by object id (`.ninfer`) or name (`.gguf`, registered types).
@@ -139,5 +144,78 @@ impl Model {
             info.ops.push((op.name().to_string(), status));
         }
         info
+    }
+}
+
+/// TENSOR as one matrix: a multi-part binding stacks its parts' row blocks (one K, rows one after
+/// another, container.md), a plain tensor is one piece. Products and gathers run per piece; these
+/// helpers say which piece serves what and where its results go, so the CLI and the browser API
+/// address bindings alike.
+pub struct Stacked<'a> {
+    pub pieces: Vec<EncodedTensor<'a>>,
+    /// Rows of all pieces together.
+    pub n: usize,
+    /// The pieces' shared K.
+    pub k: usize,
+}
+
+impl<'a> Stacked<'a> {
+    /// Rank-2 pieces of one K, or an error naming `op` and the shape that is not.
+    pub fn new(pieces: Vec<EncodedTensor<'a>>, op: &str) -> Result<Stacked<'a>> {
+        let (mut k, mut n) = (None, 0);
+        for t in &pieces {
+            match t.shape() {
+                [rows, cols] if k.is_none_or(|k| k == *cols) => {
+                    k = Some(*cols);
+                    n += rows;
+                }
+                s => {
+                    return Err(Error::Unsupported(format!(
+                        "{op} needs rank-2 [N, K] pieces of one K, got shape {s:?}"
+                    )))
+                }
+            }
+        }
+        Ok(Stacked { pieces, n, k: k.unwrap_or(0) })
+    }
+
+    /// The first row of each piece in the stacked matrix.
+    pub fn first_rows(&self) -> Vec<usize> {
+        self.pieces
+            .iter()
+            .scan(0, |row, t| {
+                let first = *row;
+                *row += t.shape()[0];
+                Some(first)
+            })
+            .collect()
+    }
+
+    /// For each piece, the requests it serves as (request index, row within the piece), in
+    /// request order; a row past N is refused naming both.
+    pub fn route(&self, rows: &[u32]) -> Result<Vec<Vec<(usize, u32)>>> {
+        if let Some(&bad) = rows.iter().find(|&&r| r as usize >= self.n) {
+            return Err(Error::Shape {
+                layout: "gather",
+                rule: "rows are < N",
+                detail: format!("row index {bad} but N = {}", self.n),
+            });
+        }
+        let firsts = self.first_rows();
+        let mut routes = vec![Vec::new(); self.pieces.len()];
+        for (i, &r) in rows.iter().enumerate() {
+            let p = firsts.partition_point(|&f| f <= r as usize) - 1;
+            routes[p].push((i, (r as usize - firsts[p]) as u32));
+        }
+        Ok(routes)
+    }
+
+    /// Copies piece `piece`'s product (`columns` columns of its rows, back to back) into `y`,
+    /// `columns` columns of all N rows.
+    pub fn place_columns<T: Copy>(&self, piece: usize, part: &[T], columns: usize, y: &mut [T]) {
+        let (first, rows) = (self.first_rows()[piece], self.pieces[piece].shape()[0]);
+        for j in 0..columns {
+            y[j * self.n + first..j * self.n + first + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! Methods produce valid words or an error naming the rule — non-finite sources, overflowing
 //! scales, illegal targets and mismatched shapes are refused, nothing is silently clipped.
 
+pub mod convert;
 pub mod direct;
 pub mod fp8_row;
 pub mod grouped;

@@ -6,6 +6,7 @@
 //! `--keep PATTERN` keeps a tensor direct; the first matching rule of each kind wins, and
 //! `--format-for` before `--keep`.
 
+use super::convert::Method;
 use crate::error::{Error, Result};
 use crate::format::{Category, Format};
 use globset::{Glob, GlobMatcher};
@@ -23,8 +24,15 @@ fn glob(pattern: &str) -> Result<GlobMatcher> {
 }
 
 impl Rules {
-    /// `format_for` entries are `PATTERN=FORMAT`; `vectors` is `fp32` or `bf16`.
-    pub fn new(target: Format, vectors: Format, keep: &[String], format_for: &[String]) -> Result<Rules> {
+    /// `format_for` entries are `PATTERN=FORMAT`; `vectors` is `fp32` or `bf16`, by default the
+    /// target where that is one of them (a checkpoint kept whole), else `fp32` (exact from f32,
+    /// f16 and bf16).
+    pub fn new(target: Format, vectors: Option<Format>, keep: &[String], format_for: &[String]) -> Result<Rules> {
+        let vectors = match (vectors, target) {
+            (Some(v), _) => v,
+            (None, Format::Bf16 | Format::Fp32) => target,
+            (None, _) => Format::Fp32,
+        };
         if !matches!(vectors, Format::Fp32 | Format::Bf16) {
             return Err(Error::Unsupported(format!("vectors are kept as fp32 or bf16, not {vectors}")));
         }
@@ -62,5 +70,15 @@ impl Rules {
             return Ok((self.target, "float matrix"));
         }
         Ok((self.vectors, "float vector or scalar"))
+    }
+
+    /// The method a tensor given `format` is converted by: the one asked for belongs to the
+    /// target format; tensors kept direct or given another format take their format's own.
+    pub fn method(&self, format: Format, asked: Option<Method>) -> Option<Method> {
+        if format == self.target {
+            asked
+        } else {
+            None
+        }
     }
 }

@@ -9,7 +9,7 @@
 use crate::conformance::{self, Report, TensorOutcome, Tier, VerifyReport};
 use crate::error::Error;
 use crate::format::{Category, Format};
-use crate::gpu::{capability, Gpu, GpuOptions, Profile};
+use crate::gpu::{capability, Gpu, GpuOptions, Profile, MAX_COLUMNS};
 use crate::model::Model;
 use crate::testgen::Rng;
 use js_sys::{Float32Array, Int32Array, Promise, Uint8Array};
@@ -160,10 +160,15 @@ impl NinferGpu {
     pub fn dequant(&self, model: &NinferModel, tensor: String) -> Promise {
         let (gpu, model) = (self.gpu.clone(), model.model.clone());
         future_to_promise(async move {
-            let t = model.tensor(&tensor).map_err(reject)?;
-            let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
-            let words = gpu.dequant(&uploaded).await.map_err(reject)?;
-            Ok(typed(t.format(), &words))
+            // An object, or a binding of several parts (their values one after another).
+            let pieces = model.pieces(&tensor).map_err(reject)?;
+            let mut words = Vec::new();
+            for t in &pieces {
+                let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
+                words.extend(gpu.dequant(&uploaded).await.map_err(reject)?);
+            }
+            let format = pieces.first().map_or(Format::Fp32, |t| t.format());
+            Ok(typed(format, &words))
         })
     }
 
@@ -171,10 +176,21 @@ impl NinferGpu {
     pub fn gather(&self, model: &NinferModel, tensor: String, rows: Vec<u32>) -> Promise {
         let (gpu, model) = (self.gpu.clone(), model.model.clone());
         future_to_promise(async move {
-            let t = model.tensor(&tensor).map_err(reject)?;
-            let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
-            let words = gpu.gather(&uploaded, &rows).await.map_err(reject)?;
-            Ok(typed(t.format(), &words))
+            // Each request goes to the part holding its row, as the CLI routes it.
+            let stacked = model.stacked(&tensor, "gather").map_err(reject)?;
+            let routes = stacked.route(&rows).map_err(reject)?;
+            let k = stacked.k;
+            let mut words: Vec<u32> = zeroed(rows.len().saturating_mul(k))?;
+            for (t, mine) in stacked.pieces.iter().zip(&routes).filter(|(_, mine)| !mine.is_empty()) {
+                let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
+                let local: Vec<u32> = mine.iter().map(|&(_, r)| r).collect();
+                let got = gpu.gather(&uploaded, &local).await.map_err(reject)?;
+                for (slot, &(i, _)) in mine.iter().enumerate() {
+                    words[i * k..(i + 1) * k].copy_from_slice(&got[slot * k..(slot + 1) * k]);
+                }
+            }
+            let format = stacked.pieces.first().map_or(Format::Fp32, |t| t.format());
+            Ok(typed(format, &words))
         })
     }
 
@@ -196,9 +212,19 @@ impl NinferGpu {
                 Some(name) => Profile::parse(name)
                     .ok_or_else(|| reject(Error::Unsupported(format!("unknown profile `{name}`; valid: a32, a8"))))?,
             };
-            let t = model.tensor(&tensor).map_err(reject)?;
-            let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
-            let y = gpu.matmul_in(&uploaded, &x, columns, profile).await.map_err(reject)?;
+            // A binding's parts are row blocks: each gives its rows of every column.
+            let stacked = model.stacked(&tensor, "matvec").map_err(reject)?;
+            // Checked before the output is allocated; each piece's product checks x again.
+            if columns == 0 || columns > MAX_COLUMNS {
+                let e = format!("matmul takes 1..={MAX_COLUMNS} activation columns, got {columns}");
+                return Err(reject(Error::Unsupported(e)));
+            }
+            let mut y: Vec<f32> = zeroed(stacked.n.saturating_mul(columns))?;
+            for (i, t) in stacked.pieces.iter().enumerate() {
+                let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
+                let part = gpu.matmul_in(&uploaded, &x, columns, profile).await.map_err(reject)?;
+                stacked.place_columns(i, &part, columns, &mut y);
+            }
             Ok(Float32Array::from(&y[..]).into())
         })
     }
@@ -262,6 +288,17 @@ impl NinferGpu {
 }
 
 /// Decoded words as the JavaScript array of their type.
+/// A zeroed output, or a rejection where the page's memory cannot hold it (a failed allocation
+/// would trap the instance).
+fn zeroed<T: Clone + Default>(len: usize) -> Result<Vec<T>, JsValue> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        reject(Error::Unsupported(format!("the output needs {len} values, more than this page can allocate")))
+    })?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
 fn typed(format: Format, words: &[u32]) -> JsValue {
     match format.category() {
         Category::DirectInt => Int32Array::from(bytemuck::cast_slice::<u32, i32>(words)).into(),

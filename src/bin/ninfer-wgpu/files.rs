@@ -6,18 +6,15 @@
 //! bound tensor's C order.
 
 use clap::ValueEnum;
-use ninfer_wgpu::container::sources::{FloatData, FloatTensor};
 use ninfer_wgpu::container::{hex, ArtifactWriter, Binding};
-use ninfer_wgpu::encode::direct::{self, DirectSource};
-use ninfer_wgpu::encode::grouped::{self, SearchOptions};
+use ninfer_wgpu::encode::convert::{convert, Method};
 use ninfer_wgpu::encode::rules::Rules;
-use ninfer_wgpu::encode::{fp8_row, Encoded};
 use ninfer_wgpu::error::clip;
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{Gpu, GpuOptions, GpuTensor, Profile};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::oracle::{self, Dequantized};
-use ninfer_wgpu::{Category, EncodedTensor, Error, Format, Validated};
+use ninfer_wgpu::{EncodedTensor, Error, Format, Validated};
 use serde_json::json;
 use std::path::Path;
 
@@ -28,17 +25,6 @@ pub enum Device {
     Cpu,
     /// A kernel on the chosen adapter.
     Gpu,
-}
-
-/// A conversion method `quantize` can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Method {
-    #[value(name = "grouped_absmax")]
-    GroupedAbsmax,
-    #[value(name = "grouped_search")]
-    GroupedSearch,
-    #[value(name = "fp8_row_maxabs")]
-    Fp8RowMaxabs,
 }
 
 /// Writes `bytes` to `path`, or to standard output without one; returns where they went.
@@ -163,22 +149,6 @@ fn read_words(path: &Path, what: &str, max: u64) -> Result<Vec<[u8; 4]>, Error> 
     Ok(bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())
 }
 
-/// The rank-2 pieces' shared K and total N (a multi-part binding stacks row blocks).
-fn stacked(pieces: &[EncodedTensor], op: &str) -> Result<(usize, usize), Error> {
-    let mut k = None;
-    let mut n = 0;
-    for t in pieces {
-        match t.shape() {
-            [rows, cols] if k.is_none_or(|k| k == *cols) => {
-                k = Some(*cols);
-                n += rows;
-            }
-            s => return Err(Error::Unsupported(format!("{op} needs rank-2 [N, K] pieces of one K, got shape {s:?}"))),
-        }
-    }
-    Ok((n, k.unwrap_or(0)))
-}
-
 /// `matvec`: `Y = W X` for a rank-2 tensor and J columns, raw little-endian f32.
 /// Where a product runs, and in which profile on the GPU.
 pub struct On {
@@ -202,9 +172,9 @@ pub fn matvec(
         ));
     }
     let opened = Model::open(file)?;
-    let pieces = opened.pieces(tensor)?;
-    let (n, k) = stacked(&pieces, "matvec")?;
-    let pieces = validated(&pieces)?;
+    let stacked = opened.stacked(tensor, "matvec")?;
+    let (n, k) = (stacked.n, stacked.k);
+    let pieces = validated(&stacked.pieces)?;
     if columns == 0 || columns > ninfer_wgpu::gpu::MAX_COLUMNS {
         return Err(Error::Unsupported(format!(
             "--columns takes 1..={}, got {columns}",
@@ -229,18 +199,13 @@ pub fn matvec(
     // Each piece gives J columns of its rows; Y is J columns of all N rows.
     let mut y: Vec<f32> = zeroed(n.saturating_mul(columns), "the output")?;
     let gpu = gpu_for(device, options.clone())?;
-    let mut row0 = 0;
-    for t in &pieces {
-        let rows = t.shape()[0];
+    for (i, t) in pieces.iter().enumerate() {
         // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
         let part: Vec<f32> = match &gpu {
             None => oracle::matmul(t, &xs, columns)?.y.iter().map(|&v| v as f32).collect(),
             Some(gpu) => block_on(gpu.matmul_in(&upload(gpu, t, tensor)?, &xs, columns, profile))?,
         };
-        for j in 0..columns {
-            y[j * n + row0..j * n + row0 + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
-        }
-        row0 += rows;
+        stacked.place_columns(i, &part, columns, &mut y);
     }
     let to = write_output(output, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
     eprintln!("{tensor}: {columns} column(s) of {n} outputs to {to}");
@@ -295,33 +260,15 @@ pub fn gather(
     output: Option<&Path>,
 ) -> Result<bool, Error> {
     let opened = Model::open(file)?;
-    let pieces = opened.pieces(tensor)?;
-    let (n, k) = stacked(&pieces, "gather")?;
-    let pieces = validated(&pieces)?;
+    let stacked = opened.stacked(tensor, "gather")?;
+    let k = stacked.k;
+    let pieces = validated(&stacked.pieces)?;
     let rows = parse_rows(rows)?;
-    if let Some(&bad) = rows.iter().find(|&&r| r as usize >= n) {
-        return Err(Error::Shape {
-            layout: "gather",
-            rule: "rows are < N",
-            detail: format!("row index {bad} but N = {n}"),
-        });
-    }
     // Each request goes to the piece holding its row; results are put back in request order.
+    let routes = stacked.route(&rows)?;
     let mut out: Vec<[u8; 4]> = zeroed(rows.len().saturating_mul(k), "the gathered rows")?;
     let gpu = gpu_for(device, options.clone())?;
-    let mut row0 = 0usize;
-    for t in &pieces {
-        let count = t.shape()[0];
-        let mine: Vec<(usize, u32)> = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, &r)| (row0..row0 + count).contains(&(r as usize)))
-            .map(|(i, &r)| (i, (r as usize - row0) as u32))
-            .collect();
-        row0 += count;
-        if mine.is_empty() {
-            continue;
-        }
+    for (t, mine) in pieces.iter().zip(&routes).filter(|(_, mine)| !mine.is_empty()) {
         let local: Vec<u32> = mine.iter().map(|&(_, r)| r).collect();
         let words: Vec<[u8; 4]> = match &gpu {
             None => match oracle::gather(t, &local)? {
@@ -339,63 +286,6 @@ pub fn gather(
     let to = write_output(output, out.as_flattened())?;
     eprintln!("{tensor}: {} row(s) of {k} values to {to}", rows.len());
     Ok(true)
-}
-
-fn matrix(t: &FloatTensor, format: Format) -> Result<(usize, usize), Error> {
-    match t.shape[..] {
-        [n, k] => Ok((n, k)),
-        _ => Err(Error::Unsupported(format!(
-            "{}: {format} quantizes rank-2 [N, K] tensors only; shape is {:?}",
-            t.name, t.shape
-        ))),
-    }
-}
-
-/// Runs the conversion `format` and `method` name on one input tensor.
-fn encode_one(t: &FloatTensor, format: Format, method: Option<Method>) -> Result<Encoded, Error> {
-    let Some(source) = t.source() else {
-        // Integer tensors (the rules only give them int32): words kept, range checked.
-        return direct::persist(Format::Int32, &t.shape, DirectSource::I32(&t.to_i32()?));
-    };
-    let refuse = |m: Method| {
-        Err(Error::Unsupported(format!(
-            "method {:?} does not produce {format}",
-            m.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
-        )))
-    };
-    match format.category() {
-        Category::Grouped => {
-            let (n, k) = matrix(t, format)?;
-            match method.unwrap_or(Method::GroupedAbsmax) {
-                Method::GroupedAbsmax => grouped::grouped_absmax(format, n, k, source),
-                Method::GroupedSearch => grouped::grouped_search(format, n, k, source, SearchOptions::default()),
-                m @ Method::Fp8RowMaxabs => refuse(m),
-            }
-        }
-        Category::RowScaledFloat => {
-            let (n, k) = matrix(t, format)?;
-            match method.unwrap_or(Method::Fp8RowMaxabs) {
-                Method::Fp8RowMaxabs => fp8_row::fp8_row_maxabs(format, n, k, source),
-                m => refuse(m),
-            }
-        }
-        Category::DirectFloat => {
-            if let Some(m) = method {
-                return refuse(m);
-            }
-            match (format, &t.data) {
-                // bf16 words are kept bit for bit; anything else is rounded by the one named
-                // conversion, f32_to_bf16 (f16 is widened to f32 exactly first).
-                (Format::Bf16, FloatData::Bf16(words)) => direct::persist(format, &t.shape, DirectSource::Bf16(words)),
-                (Format::Bf16, _) => direct::f32_to_bf16(&t.shape, &t.to_f32()?),
-                // f16 and bf16 widen to f32 exactly, so persisting the widened words loses nothing.
-                _ => direct::persist(format, &t.shape, DirectSource::F32(&t.to_f32()?)),
-            }
-        }
-        Category::DirectInt | Category::BlockScaledFloat | Category::GgufBlock => Err(Error::Unsupported(format!(
-            "quantize does not produce {format}: it writes q4/q5/q6/q8 (grouped_absmax, grouped_search), fp8_e4m3fn_row_bf16/fp16 (fp8_row_maxabs), bf16 and fp32"
-        ))),
-    }
 }
 
 /// The metadata every artifact this CLI writes carries: its name (the output's stem) and the
@@ -423,11 +313,7 @@ pub struct QuantizeArgs<'a> {
 /// tensor's provenance recorded.
 pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool, Error> {
     let target: Format = args.format.parse()?;
-    let vectors = match (args.vectors, target) {
-        (Some(v), _) => v.parse()?,
-        (None, Format::Bf16 | Format::Fp32) => target,
-        (None, _) => Format::Fp32,
-    };
+    let vectors = args.vectors.map(str::parse).transpose()?;
     let rules = Rules::new(target, vectors, args.keep, args.format_for)?;
     let checkpoint = ninfer_wgpu::container::checkpoint::Checkpoint::open(input)?;
     // Every tensor's format is chosen before any conversion, so a rule error (an integer
@@ -443,10 +329,9 @@ pub fn quantize(input: &Path, output: &Path, args: &QuantizeArgs) -> Result<bool
     for (i, (format, why, bytes)) in plan.into_iter().enumerate() {
         let (file, t) = checkpoint.read(i)?;
         bar.set_message(t.name.clone());
-        // The method belongs to the target format; tensors kept direct take none.
-        let method = if format == target { args.method } else { None };
+        let method = rules.method(format, args.method);
         let mut encoded =
-            encode_one(&t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", clip(&t.name))))?;
+            convert(&t, format, method).map_err(|e| Error::Unsupported(format!("{}: {e}", clip(&t.name))))?;
         encoded.provenance = encoded
             .provenance
             .with("source_file", file.to_string())

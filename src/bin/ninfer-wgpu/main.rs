@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use ninfer_wgpu::args::{parse_formats, parse_ops, parse_shape};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
 use ninfer_wgpu::conformance::{self, Tier};
+use ninfer_wgpu::encode::convert::Method;
 use ninfer_wgpu::gpu::{self, capability, Gpu, GpuOptions, Op, Profile, Variant, MAX_COLUMNS};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::Rng;
@@ -210,8 +211,8 @@ enum Command {
         format: String,
         /// Conversion method (default: grouped_absmax for grouped formats, fp8_row_maxabs for
         /// fp8 rows; bf16 and fp32 take none).
-        #[arg(long, value_enum)]
-        method: Option<files::Method>,
+        #[arg(long, value_parser = method_parser())]
+        method: Option<Method>,
         /// Keep tensors whose name matches this glob in a direct format (repeatable).
         #[arg(long, value_name = "PATTERN")]
         keep: Vec<String>,
@@ -582,6 +583,12 @@ fn f16_fields(f: ninfer_wgpu::format::F16Fields) -> serde_json::Value {
         ninfer_wgpu::format::F16Fields::At(at) => serde_json::json!({ "at": at }),
         ninfer_wgpu::format::F16Fields::TopNibbles(at) => serde_json::json!({ "top_nibbles": at }),
     }
+}
+
+/// `--method`'s values are the library's method names (listed in `--help`).
+fn method_parser() -> impl clap::builder::TypedValueParser<Value = Method> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Method::ALL.map(Method::name)).try_map(|s| s.parse::<Method>())
 }
 
 fn formats(as_json: bool) -> Result<bool, Error> {
