@@ -25,6 +25,7 @@ const CODEC_ROW_SPLIT: &str = include_str!("../../../shaders/codecs/row_split.wg
 const CODEC_BLOCK_SCALE: &str = include_str!("../../../shaders/codecs/block_scale.wgsl");
 const CODEC_FP8_ROWS: &str = include_str!("../../../shaders/codecs/fp8_rows.wgsl");
 const CODEC_GGUF_BLOCKS: &str = include_str!("../../../shaders/codecs/gguf_blocks.wgsl");
+const CODEC_GGUF_IQUANTS: &str = include_str!("../../../shaders/codecs/gguf_iquants.wgsl");
 const OP_WEIGHTS: &str = include_str!("../../../shaders/ops/weights.wgsl");
 const OP_DEQUANT: &str = include_str!("../../../shaders/ops/dequant.wgsl");
 const OP_GATHER: &str = include_str!("../../../shaders/ops/gather.wgsl");
@@ -43,13 +44,14 @@ pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../../shaders/ops/probe
 
 /// The WGSL source of each codec, kept beside the other sources.
 impl Codec {
-    pub(super) fn source(self) -> &'static str {
+    /// The codec's files, in the order they are assembled.
+    pub(super) fn sources(self) -> &'static [&'static str] {
         match self {
-            Codec::Contiguous => CODEC_CONTIGUOUS,
-            Codec::RowSplit => CODEC_ROW_SPLIT,
-            Codec::BlockScale => CODEC_BLOCK_SCALE,
-            Codec::Fp8Rows => CODEC_FP8_ROWS,
-            Codec::GgufBlocks => CODEC_GGUF_BLOCKS,
+            Codec::Contiguous => &[CODEC_CONTIGUOUS],
+            Codec::RowSplit => &[CODEC_ROW_SPLIT],
+            Codec::BlockScale => &[CODEC_BLOCK_SCALE],
+            Codec::Fp8Rows => &[CODEC_FP8_ROWS],
+            Codec::GgufBlocks => &[CODEC_GGUF_BLOCKS, CODEC_GGUF_IQUANTS],
         }
     }
 
@@ -206,7 +208,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     if key.op == Op::MatmulA8 {
         s.push_str(&format!("const A8_PAIRS: bool = {};\n", a8_pairs(key.format)));
     }
-    for part in [COMMON, codec.source()].iter().chain(&op) {
+    for part in [COMMON].iter().chain(codec.sources()).chain(&op) {
         s.push('\n');
         s.push_str(part);
     }
