@@ -14,7 +14,7 @@ use ninfer_wgpu::conformance::{self, Tier, Verdict};
 use ninfer_wgpu::gpu::plan::{self, Request};
 use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Variant};
 use ninfer_wgpu::native::block_on;
-use ninfer_wgpu::testgen::{random_activation, random_words, Rng, Words};
+use ninfer_wgpu::testgen::{self, random_activation, random_words, Rng, Words};
 use ninfer_wgpu::{EncodedTensor, Error, Format, Layout, TensorDesc};
 
 fn ci() -> bool {
@@ -77,8 +77,7 @@ fn conformance_on_every_adapter() {
 /// Conformance on one adapter: its failures (asserting what the platform must have run).
 fn conformance_on(selector: &str) -> Vec<String> {
     let Some(gpu) = open(selector, GpuOptions::default()) else { return Vec::new() };
-    let seed = Rng::seed_from_time();
-    println!("conformance on {} with seed {seed}", gpu.platform().summary());
+    let seed = testgen::test_seed(&format!("conformance on {}", gpu.platform().summary())).expect("seed");
     let results = block_on(conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {}));
     // One write per adapter, so the adapters' tables do not interleave.
     let mut table = format!("conformance results on {selector} (seed {seed}):\n");
@@ -164,8 +163,7 @@ fn bits(y: &[f32]) -> Vec<u32> {
 /// bf16 2000, fp32 4000 bytes), so the default device takes the vec4 path for all of them.
 #[test]
 fn vec4_and_word_loads_give_identical_results() {
-    let seed = Rng::seed_from_time();
-    println!("vec4 seed {seed}");
+    let seed = testgen::test_seed("vec4 and word loads").expect("seed");
     let mut rng = Rng::new(seed);
     for selector in selectors() {
         let Some(vec4) = open(&selector, GpuOptions::default()) else { continue };
@@ -241,8 +239,7 @@ fn windowed_bindings_and_2d_dispatches_give_identical_results() {
     let small = GpuOptions { max_binding: Some(1 << 20), max_workgroups_per_dimension: Some(8), ..Default::default() };
     let Some(tight) = first_gpu(small) else { return };
     assert_eq!(tight.max_binding(), 1 << 20);
-    let seed = Rng::seed_from_time();
-    println!("windowing seed {seed}");
+    let seed = testgen::test_seed("windowing").expect("seed");
     let mut rng = Rng::new(seed);
     for (format, shape, divisors) in large_cases() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
@@ -307,8 +304,7 @@ fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
     let Some(split) = first_gpu(limits.clone()) else { return };
     // Every case needs more than 1 MiB of buffers.
     let Some(poor) = first_gpu(GpuOptions { max_memory: Some(1 << 20), ..limits }) else { return };
-    let seed = Rng::seed_from_time();
-    println!("split seed {seed}");
+    let seed = testgen::test_seed("split buffers").expect("seed");
     let mut rng = Rng::new(seed);
     for (format, shape, divisors) in split_cases() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();

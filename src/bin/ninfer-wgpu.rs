@@ -53,7 +53,7 @@ enum Command {
         /// Comma-separated canonical format names (default: every format with a kernel).
         #[arg(long, value_delimiter = ',')]
         formats: Vec<String>,
-        /// Random seed (default: from the clock; always printed).
+        /// Random seed (default: NINFER_WGPU_SEED when set, else from the clock; always printed).
         #[arg(long)]
         seed: Option<u64>,
         /// Add the large shapes (K >= 14336, N >= 4096).
@@ -182,7 +182,7 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         gpu: GpuArgs,
-        /// Random seed for activations and rows (default: from the clock; always printed).
+        /// Random seed for activations and rows (default: NINFER_WGPU_SEED when set, else from the clock; always printed).
         #[arg(long)]
         seed: Option<u64>,
         /// Also write a self-contained HTML report (device facts, per-tensor table, chart).
@@ -332,7 +332,10 @@ fn run_conformance(
 ) -> Result<bool, Error> {
     let formats = parse_formats(formats)?;
     let gpu = open(args)?;
-    let seed = seed.unwrap_or_else(Rng::seed_from_time);
+    let seed = match seed {
+        Some(seed) => seed,
+        None => ninfer_wgpu::testgen::fresh_seed()?,
+    };
     let tier = if slow { Tier::Slow } else { Tier::Fast };
     let per_case = per_case && !as_json;
     if !as_json {
