@@ -131,14 +131,12 @@ fn conformance_on(selector: &str) -> Vec<String> {
             );
         }
     }
-    let deviations: Vec<_> = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).collect();
-    if !deviations.is_empty() {
-        assert_eq!(
-            gpu.platform().probes.flushes_subnormal_results,
-            Some(true),
-            "{selector}: deviations are reported only where the probe saw flushing"
-        );
-        println!("{selector}: {} platform deviation(s) (subnormals flushed), reported, not passed", deviations.len());
+    // That a deviation needs the probe to have seen flushing is the judges' rule, tested without a
+    // GPU (conformance::judge_tests); whether the probe is right is pinned per adapter by
+    // `each_adapter_offers_what_ci_pins_for_it`.
+    let deviations = results.iter().filter(|r| r.verdict == Verdict::PlatformDeviation).count();
+    if deviations > 0 {
+        println!("{selector}: {deviations} platform deviation(s) (subnormals flushed), reported, not passed");
     }
     results
         .into_iter()
