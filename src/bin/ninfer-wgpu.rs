@@ -310,6 +310,9 @@ fn capabilities(args: &GpuArgs, as_json: bool) -> Result<bool, Error> {
         gpu.platform().probes.flushes_subnormal_results,
         gpu.platform().probes.subgroups_contiguous
     );
+    for broken in &gpu.platform().probes.broken {
+        println!("probe answered neither way: {broken}");
+    }
     println!("{:<22} {:<26} {:<8} {:<10} status", "format", "layout", "op", "variant");
     for r in rows {
         let status = match r.status {
