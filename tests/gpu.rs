@@ -194,7 +194,11 @@ fn conformance_on_every_adapter() {
 fn conformance_on(selector: &str) -> Vec<String> {
     let Some(gpu) = open(selector, GpuOptions::default()) else { return Vec::new() };
     let seed = testgen::test_seed(&format!("conformance on {}", gpu.platform().summary())).expect("seed");
-    let results = block_on(conformance::run(&gpu, &natives(), seed, Tier::Fast, |_| {}));
+    let planned = conformance::plan(&natives(), gpu.platform(), Tier::Fast);
+    let results = block_on(conformance::run(&gpu, &planned, seed, |_| {}));
+    // Every planned case has a result: a runner that dropped cases would shrink the run silently.
+    let report = conformance::Report::new(gpu.platform(), seed, &natives(), &planned, results.clone());
+    assert!(report.planned > 0 && report.shortfall().is_empty(), "{selector}: {}", report.shortfall().join("; "));
     // One write per adapter, so the adapters' tables do not interleave.
     let mut table = format!("conformance results on {selector} (seed {seed}):\n");
     for r in &results {

@@ -353,7 +353,8 @@ fn run_conformance(
     }
     // A spinner on a terminal while the summary is being gathered (hidden off a TTY).
     let spinner = indicatif::ProgressBar::new_spinner();
-    let results = block_on(conformance::run(&gpu, &formats, seed, tier, |r| {
+    let planned = conformance::plan(&formats, gpu.platform(), tier);
+    let results = block_on(conformance::run(&gpu, &planned, seed, |r| {
         if !per_case {
             spinner.set_message(format!("{} {} {}", r.format, r.op, r.variant));
             spinner.tick();
@@ -377,14 +378,14 @@ fn run_conformance(
         }
     }));
     spinner.finish_and_clear();
-    let report = conformance::Report::new(gpu.platform(), seed, &formats, results);
+    let report = conformance::Report::new(gpu.platform(), seed, &formats, &planned, results);
     if let Some(path) = html {
         write_text(path, &report::conformance_html(&report))?;
         eprintln!("report written to {}", path.display());
     }
     if as_json {
         json(&report)?;
-        return Ok(report.failed == 0);
+        return Ok(report.succeeded());
     }
     if !per_case {
         println!(
@@ -415,8 +416,12 @@ fn run_conformance(
             println!("  {} {} {}: {}", n.format, n.op, n.variant, n.reason);
         }
     }
+    // Fewer cases than planned is a failure whatever their verdicts: coverage lost, not passed.
+    for short in report.shortfall() {
+        println!("FAIL: {short}");
+    }
     println!("{}", report.summary_line());
-    Ok(report.failed == 0)
+    Ok(report.succeeded())
 }
 
 /// Writes a whole text file (an HTML report, an SVG chart).

@@ -7,7 +7,7 @@
 use crate::error::Result;
 use crate::format::{Format, Geometry};
 use crate::gpu::capability::{self, Status};
-use crate::gpu::{Gpu, GpuTensor, Op, Variant, POISON};
+use crate::gpu::{Gpu, GpuTensor, Op, Platform, Variant, POISON};
 use crate::oracle::{self, Dequantized};
 use crate::tensor::EncodedTensor;
 use crate::testgen::{random_activation, random_words, Rng, Words};
@@ -571,22 +571,28 @@ pub async fn run_case(
     }
 }
 
-/// Every supported case for `formats` on this adapter. Unsupported rows are skipped (the
-/// capability table reports them); errors become failing cases.
-pub async fn run(
-    gpu: &Gpu,
-    formats: &[Format],
-    seed: u64,
-    tier: Tier,
-    mut progress: impl FnMut(&CaseResult),
-) -> Vec<CaseResult> {
-    let mut rng = Rng::new(seed);
-    let mut results = Vec::new();
+/// One case of a conformance run: a (format, op, variant), a shape, and matmul's J (1 for the
+/// other ops).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedCase {
+    pub format: Format,
+    pub op: Op,
+    pub variant: Variant,
+    pub shape: Vec<usize>,
+    pub columns: usize,
+}
+
+/// Every case a run of `formats` on `platform` owes, in run order: each (op, variant) the
+/// capability table supports, each shape of the tier (products and gather on rank-2 shapes
+/// only), each column count of a product. Pure, so a report can hold [`run`] to it: fewer
+/// results than planned cases is a failure, not a smaller pass (see [`Report::shortfall`]).
+pub fn plan(formats: &[Format], platform: &Platform, tier: Tier) -> Vec<PlannedCase> {
+    let mut planned = Vec::new();
     for &format in formats {
         let layout = format.spec().layouts[0];
         for op in Op::ALL {
             for variant in Variant::ALL {
-                if capability::status(format, layout, op, variant, Some(gpu.platform())) != Status::Supported {
+                if capability::status(format, layout, op, variant, Some(platform)) != Status::Supported {
                     continue;
                 }
                 let column_set: &[usize] = match op {
@@ -594,36 +600,54 @@ pub async fn run(
                     Op::Dequant | Op::Gather => &[1],
                 };
                 for shape in shapes(format, tier) {
-                    let rank2 = shape.len() == 2;
-                    for &columns in column_set {
-                        let runs = match op {
-                            Op::Dequant => true,
-                            Op::Matmul | Op::MatmulA8 | Op::Gather => rank2,
-                        };
-                        if !runs {
-                            continue;
-                        }
-                        let r =
-                            run_case(gpu, format, op, variant, &shape, columns, &mut rng).await.unwrap_or_else(|e| {
-                                CaseResult {
-                                    criterion: "error".into(),
-                                    max_error: f64::INFINITY,
-                                    of_bound: f64::INFINITY,
-                                    rel_l2: f64::INFINITY,
-                                    l2_parts: (f64::INFINITY, 1.0),
-                                    detail: e.to_string(),
-                                    columns,
-                                    ..blank(format, op, variant, &shape)
-                                }
-                            });
-                        progress(&r);
-                        results.push(r);
+                    let runs = match op {
+                        Op::Dequant => true,
+                        Op::Matmul | Op::MatmulA8 | Op::Gather => shape.len() == 2,
+                    };
+                    if runs {
+                        planned.extend(column_set.iter().map(|&columns| PlannedCase {
+                            format,
+                            op,
+                            variant,
+                            shape: shape.clone(),
+                            columns,
+                        }));
                     }
                 }
-                if op.is_product() {
-                    judge_l2_together(&mut results, format, op, variant);
-                }
             }
+        }
+    }
+    planned
+}
+
+/// Runs every case of `planned` (from [`plan`]) on this adapter, one result per case: errors
+/// become failing cases.
+pub async fn run(
+    gpu: &Gpu,
+    planned: &[PlannedCase],
+    seed: u64,
+    mut progress: impl FnMut(&CaseResult),
+) -> Vec<CaseResult> {
+    let mut rng = Rng::new(seed);
+    let mut results = Vec::new();
+    for (i, case) in planned.iter().enumerate() {
+        let PlannedCase { format, op, variant, ref shape, columns } = *case;
+        let r = run_case(gpu, format, op, variant, shape, columns, &mut rng).await.unwrap_or_else(|e| CaseResult {
+            criterion: "error".into(),
+            max_error: f64::INFINITY,
+            of_bound: f64::INFINITY,
+            rel_l2: f64::INFINITY,
+            l2_parts: (f64::INFINITY, 1.0),
+            detail: e.to_string(),
+            columns,
+            ..blank(format, op, variant, shape)
+        });
+        progress(&r);
+        results.push(r);
+        // A (format, op, variant)'s cases are consecutive: judge them together after its last.
+        let last = planned.get(i + 1).is_none_or(|next| (next.format, next.op, next.variant) != (format, op, variant));
+        if op.is_product() && last {
+            judge_l2_together(&mut results, format, op, variant);
         }
     }
     results
