@@ -62,7 +62,10 @@ pub fn peak_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
 /// library's for every call from Rust code linked into it (shared libraries keep theirs). A
 /// name lookup through a hash map compares about once; a scan compares once per entry, so the
 /// count tells linear from quadratic work without a clock. Byte by byte through volatile reads,
-/// so the compiler cannot turn the loop back into a call to `memcmp`.
+/// so the compiler cannot turn the loop back into a call to `memcmp`. Linux only (what CI runs):
+/// elsewhere a C runtime linked statically may define these symbols too, and only allocations
+/// are counted.
+#[cfg(target_os = "linux")]
 unsafe fn compare_bytes(a: *const u8, b: *const u8, n: usize) -> i32 {
     tally(&COMPARISONS);
     for i in 0..n {
@@ -77,6 +80,7 @@ unsafe fn compare_bytes(a: *const u8, b: *const u8, n: usize) -> i32 {
 
 /// # Safety
 /// C's `memcmp`: `a` and `b` are readable for `n` bytes.
+#[cfg(target_os = "linux")]
 #[no_mangle]
 pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
     unsafe { compare_bytes(a, b, n) }
@@ -84,6 +88,7 @@ pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
 
 /// # Safety
 /// C's `bcmp`: `a` and `b` are readable for `n` bytes.
+#[cfg(target_os = "linux")]
 #[no_mangle]
 pub unsafe extern "C" fn bcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
     unsafe { compare_bytes(a, b, n) }
@@ -125,6 +130,19 @@ pub fn assert_linear<I, T>(what: &str, n: usize, make: impl Fn(usize) -> I, run:
         "{what}: work grows faster than linearly: {a:?} at n = {n}, {b:?} at n = {}",
         2 * n
     );
+}
+
+/// The count [`assert_linear`] relies on really counts: were the definitions above bypassed (a
+/// toolchain whose `==` no longer calls `memcmp`), every comparison count would read 0 and
+/// only allocations would be checked.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_scan_by_name_counts_one_comparison_per_entry() {
+    let names: Vec<String> = (0..100).map(|i| format!("t{i:07}")).collect();
+    let wanted = std::hint::black_box(format!("t{:07}", 99));
+    let (found, w) = work(|| names.iter().position(|n| *n == wanted));
+    assert_eq!(found, Some(99));
+    assert!(w.comparisons >= 100, "a scan of 100 names: {w:?}");
 }
 
 #[path = "hostile/files.rs"]
