@@ -6,20 +6,20 @@ fn main() -> Result<(), ninfer_wgpu::Error> {
     let seed = ninfer_wgpu::testgen::Rng::seed_from_time();
     println!("{} seed {seed}", gpu.platform().summary());
     let formats: Vec<_> = ninfer_wgpu::Format::ALL.to_vec();
-    let results =
-        block_on(ninfer_wgpu::conformance::run(&gpu, &formats, seed, ninfer_wgpu::conformance::Tier::Fast, |r| {
-            println!(
-                "{:<22} {:<8} {:>2} {:<10} {:<12} {:?} {:.3} {}",
-                r.format,
-                r.op,
-                r.columns,
-                r.variant,
-                format!("{:?}", r.shape),
-                r.verdict,
-                r.max_error,
-                r.detail
-            )
-        }));
+    let planned = ninfer_wgpu::conformance::plan(&formats, gpu.platform(), ninfer_wgpu::conformance::Tier::Fast);
+    let results = block_on(ninfer_wgpu::conformance::run(&gpu, &planned, seed, |r| {
+        println!(
+            "{:<22} {:<8} {:>2} {:<10} {:<12} {:?} {:.3} {}",
+            r.format,
+            r.op,
+            r.columns,
+            r.variant,
+            format!("{:?}", r.shape),
+            r.verdict,
+            r.max_error,
+            r.detail
+        )
+    }));
     let failed = results.iter().filter(|r| r.verdict != ninfer_wgpu::conformance::Verdict::Pass).count();
     println!("{} cases, {failed} not passing", results.len());
     Ok(())

@@ -1,6 +1,7 @@
 //! Random valid logical words for round-trip tests, the self-check and GPU conformance.
 //!
-//! Seeded and deterministic, so every run prints its seed and a failure replays exactly. The
+//! Seeded and deterministic, so every run prints its seed and a failure replays exactly
+//! (`NINFER_WGPU_SEED`, [`SEED_VAR`], replays any test's seed). The
 //! generators mix uniform words with the edge words `criteria.md` requires: scales 0x0001 and
 //! 0x7BFF, negative scales, +0 scales with zero codes, codes at the interval ends.
 
@@ -44,7 +45,8 @@ impl Rng {
         (self.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0
     }
 
-    /// A fresh seed from the clock, for runs that print it.
+    /// A fresh seed from the clock, for runs that print it ([`fresh_seed`] lets [`SEED_VAR`]
+    /// replay one instead).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn seed_from_time() -> u64 {
         std::time::SystemTime::now()
@@ -59,6 +61,35 @@ impl Rng {
     pub fn seed_from_time() -> u64 {
         getrandom::u64().unwrap_or(0x5EED)
     }
+}
+
+/// The environment variable that replays a randomized run: set to a u64, it is the seed every
+/// [`fresh_seed`] returns (the tests, and `conformance` and `verify` without `--seed`).
+pub const SEED_VAR: &str = "NINFER_WGPU_SEED";
+
+/// A seed for a randomized run: [`SEED_VAR`] when it is set (a replay), else a fresh one from
+/// [`Rng::seed_from_time`]. A value that is not a u64 is an error rather than a fresh seed: a
+/// mistyped replay must not quietly run other inputs.
+pub fn fresh_seed() -> Result<u64> {
+    match std::env::var(SEED_VAR) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map_err(|_| Error::Unsupported(format!("{SEED_VAR}={text:?} is not a seed; a seed is a u64"))),
+        Err(std::env::VarError::NotPresent) => Ok(Rng::seed_from_time()),
+        Err(std::env::VarError::NotUnicode(text)) => {
+            Err(Error::Unsupported(format!("{SEED_VAR}={text:?} is not a seed; a seed is a u64")))
+        }
+    }
+}
+
+/// [`fresh_seed`] for a randomized test, printed as `WHAT: seed N (replay: NINFER_WGPU_SEED=N)`
+/// before anything uses it: the test harness shows a failing test's output, so every failure
+/// carries the line that replays it.
+pub fn test_seed(what: &str) -> Result<u64> {
+    let seed = fresh_seed()?;
+    println!("{what}: seed {seed} (replay: {SEED_VAR}={seed})");
+    Ok(seed)
 }
 
 /// Which words a generator may produce.

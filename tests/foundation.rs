@@ -15,5 +15,7 @@ mod registry;
 mod roundtrip;
 #[path = "foundation/scan.rs"]
 mod scan;
+#[path = "foundation/seed.rs"]
+mod seed;
 #[path = "foundation/validation.rs"]
 mod validation;

@@ -132,8 +132,7 @@ fn malformed_files_are_errors_naming_the_rule() {
 #[test]
 fn mutated_files_never_panic() {
     let good = tiny_gguf();
-    let seed = Rng::seed_from_time();
-    println!("gguf mutation seed {seed}");
+    let seed = ninfer_wgpu::testgen::test_seed("gguf mutation").expect("seed");
     let mut rng = Rng::new(seed);
     let mut opened = 0;
     for i in 0..4000 {
@@ -228,8 +227,8 @@ fn every_gguf_type_decodes_bit_identically_to_llama_cpps_gguf_library() {
     }
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gguf-fixtures");
     let _ = std::fs::remove_dir_all(&dir);
-    let seed = Rng::seed_from_time() % (1 << 32);
-    println!("gguf fixture seed {seed}");
+    // The Python side takes a u32.
+    let seed = ninfer_wgpu::testgen::test_seed("gguf fixtures").expect("seed") % (1 << 32);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
     // The generator takes the registry's ggml types from the CLI, as users' scripts do.
     std::fs::create_dir_all(&dir).unwrap();

@@ -5,7 +5,7 @@
 use ninfer_wgpu::encode::fp8_row::fp8_row_maxabs;
 use ninfer_wgpu::encode::grouped::grouped_absmax;
 use ninfer_wgpu::encode::Source;
-use ninfer_wgpu::testgen::Rng;
+use ninfer_wgpu::testgen;
 use ninfer_wgpu::Format;
 use std::path::Path;
 use std::process::Command;
@@ -40,8 +40,8 @@ fn encoders_match_the_independent_python_implementation() {
     }
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("independent-encoders");
     let _ = std::fs::remove_dir_all(&dir);
-    let seed = Rng::seed_from_time() % (1 << 32);
-    println!("independent encoder check, seed {seed}");
+    // The Python side takes a u32.
+    let seed = testgen::test_seed("independent encoder check").expect("seed") % (1 << 32);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/encoders.py");
     let status = Command::new("python3").arg(script).arg(&dir).arg(seed.to_string()).status().expect("python3 runs");
     assert!(status.success(), "the Python reference failed (seed {seed})");

@@ -30,7 +30,10 @@ function since(start) {
 
 function describe(p) {
   const features = p.features.length ? p.features.join(', ') : 'no optional features';
-  const flush = p.probes.flushes_subnormal_results ? 'flushes f32 subnormals' : 'keeps f32 subnormals';
+  // null: not probed, or the probe got a wrong product (listed in probes.broken), not a flush.
+  const flush = p.probes.flushes_subnormal_results === true ? 'flushes f32 subnormals'
+    : p.probes.flushes_subnormal_results === false ? 'keeps f32 subnormals'
+    : `subnormals unknown${p.probes.broken ? ': ' + p.probes.broken.join('; ') : ''}`;
   return `${p.name || 'unnamed adapter'} (${p.backend}, ${p.device_type}${p.driver ? ', ' + p.driver : ''}) — ${features}; ` +
     `max buffer ${p.limits.max_buffer_size} B, storage binding ${p.limits.max_storage_buffer_binding_size} B; ${flush}`;
 }

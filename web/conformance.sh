@@ -22,6 +22,8 @@ if [ "$node_major" -lt 20 ]; then
   echo "web/conformance.sh: node >= 20 is needed for playwright-core (found ${node_major:-none})" >&2
   exit 2
 fi
+# The report checks drive.mjs applies (zero or fewer-than-planned cases fail), tested first.
+node --test report-check.test.mjs
 ./build.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --silent
 

@@ -1,10 +1,12 @@
 // Drives the conformance page in headless Chromium (Debian's /usr/bin/chromium, whose WebGPU
 // runs on SwiftShader here): fails when no WebGPU adapter appears, checks that bad files are
 // refused with the CLI's messages and that a GGUF verifies in the page, then runs the whole
-// conformance suite and prints its summary line. Usage:
+// conformance suite and prints its summary line; a failing case, a run of zero cases or fewer
+// cases than the suite planned fails. Usage:
 //   node drive.mjs URL [--json OUT] [--formats a,b] [--fixtures DIR-URL] [--expect-errors FILE]
 import { chromium } from 'playwright-core';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { shortfall } from './report-check.mjs';
 
 const args = process.argv.slice(2);
 const url = args[0];
@@ -89,8 +91,9 @@ try {
   const formatsRun = new Set(result.results.map((r) => r.format)).size;
   console.log(`timings: wasm ready ${timings.wasm_ready_ms} ms, GPU ready ${timings.gpu_ready_ms} ms, first result ${timings.first_result_ms} ms, suite ${timings.conformance_ms} ms (wall ${Date.now() - started} ms)`);
   console.log(`${formatsRun} formats, ${result.results.length} cases`);
-  console.log(`${result.passed} passed, ${result.failed} failed, ${result.platform_deviations} platform deviations`);
+  console.log(`${result.passed} passed, ${result.failed} failed, ${result.platform_deviations} platform deviations, ${result.results.length} of ${result.planned} planned cases ran`);
   if (result.failed > 0) failed = true;
+  for (const problem of shortfall(result)) fail(problem);
 } catch (e) {
   fail(e.message);
 } finally {

@@ -7,7 +7,7 @@
 use crate::error::Result;
 use crate::format::{Format, Geometry};
 use crate::gpu::capability::{self, Status};
-use crate::gpu::{Gpu, GpuTensor, Op, Variant, POISON};
+use crate::gpu::{Gpu, GpuTensor, Op, Platform, Variant, POISON};
 use crate::oracle::{self, Dequantized};
 use crate::tensor::EncodedTensor;
 use crate::testgen::{random_activation, random_words, Rng, Words};
@@ -119,7 +119,12 @@ fn dequant_bound_ulps(format: Format) -> Option<f64> {
     }
 }
 
+/// Judges dequant-like words (dequant, gather) against the oracle's. A short or long output is a
+/// failure naming both lengths: comparing only the words both have would pass a truncated one.
 fn judge_dequant(format: Format, flushes: bool, expect: &[u32], got: &[u32]) -> (Verdict, f64, String) {
+    if got.len() != expect.len() {
+        return (Verdict::Fail, f64::INFINITY, format!("{} words back, {} expected", got.len(), expect.len()));
+    }
     let bound = dequant_bound_ulps(format);
     let mut worst = 0f64;
     let mut deviation = None;
@@ -196,6 +201,15 @@ fn judge_matmul(case: &MatmulCase, got: &[f32]) -> (Verdict, f64, (f64, f64), St
     // nvfp4's division adds at most 3 ULP of each product, i.e. 3 * 2^-23 relative.
     let dequant = dequant_bound_ulps(case.format).map(|u| u * 2f64.powi(-23)).unwrap_or(0.0);
     let n = case.reference.y.len() / (case.xs.len() / k.max(1)).max(1);
+    // The outputs are zipped with the reference below: a short output would pass on what it has.
+    if got.len() != case.reference.y.len() {
+        return (
+            Verdict::Fail,
+            f64::INFINITY,
+            (f64::INFINITY, 1.0),
+            format!("{} outputs back, {} expected", got.len(), case.reference.y.len()),
+        );
+    }
     let (mut worst, mut num, mut den) = (0f64, 0f64, 0f64);
     let mut deviation: Option<String> = None;
     for (i, (&y, (&yr, &abs))) in got.iter().zip(case.reference.y.iter().zip(&case.reference.abs)).enumerate() {
@@ -375,6 +389,8 @@ fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResul
     }
 }
 
+/// Whether a subnormal the oracle has may come back flushed: only where the device's probe saw
+/// its multiply flush (see `gpu::platform::Probes`).
 fn flushes(gpu: &Gpu) -> bool {
     gpu.platform().probes.flushes_subnormal_results == Some(true)
 }
@@ -388,14 +404,9 @@ fn dequant_criterion(format: Format) -> String {
 }
 
 /// Judges dequant-like words (dequant, gather) and records the error against the bound.
-fn judge_words(result: &mut CaseResult, gpu: &Gpu, format: Format, expect: &[u32], got: &[u32]) {
+fn judge_words(result: &mut CaseResult, flushes: bool, format: Format, expect: &[u32], got: &[u32]) {
     result.criterion = dequant_criterion(format);
-    if got.len() != expect.len() {
-        result.detail = format!("{} words back, {} expected", got.len(), expect.len());
-        (result.verdict, result.max_error) = (Verdict::Fail, f64::INFINITY);
-    } else {
-        (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes(gpu), expect, got);
-    }
+    (result.verdict, result.max_error, result.detail) = judge_dequant(format, flushes, expect, got);
     result.of_bound = result.max_error / dequant_bound_ulps(format).unwrap_or(1.0);
 }
 
@@ -410,7 +421,7 @@ async fn dequant_on(gpu: &Gpu, tensor: &EncodedTensor<'_>, uploaded: &GpuTensor)
     let mut result = blank(format, Op::Dequant, Variant::Workgroup, tensor.shape());
     let expect = oracle_words(tensor)?;
     let got = gpu.dequant(uploaded).await?;
-    judge_words(&mut result, gpu, format, &expect, &got);
+    judge_words(&mut result, flushes(gpu), format, &expect, &got);
     Ok(result)
 }
 
@@ -429,7 +440,7 @@ async fn gather_on(gpu: &Gpu, tensor: &EncodedTensor<'_>, uploaded: &GpuTensor, 
         Dequantized::I32(v) => v.into_iter().map(|i| i as u32).collect(),
     };
     let got = gpu.gather(uploaded, rows).await?;
-    judge_words(&mut result, gpu, format, &expect, &got);
+    judge_words(&mut result, flushes(gpu), format, &expect, &got);
     Ok(result)
 }
 
@@ -560,22 +571,28 @@ pub async fn run_case(
     }
 }
 
-/// Every supported case for `formats` on this adapter. Unsupported rows are skipped (the
-/// capability table reports them); errors become failing cases.
-pub async fn run(
-    gpu: &Gpu,
-    formats: &[Format],
-    seed: u64,
-    tier: Tier,
-    mut progress: impl FnMut(&CaseResult),
-) -> Vec<CaseResult> {
-    let mut rng = Rng::new(seed);
-    let mut results = Vec::new();
+/// One case of a conformance run: a (format, op, variant), a shape, and matmul's J (1 for the
+/// other ops).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedCase {
+    pub format: Format,
+    pub op: Op,
+    pub variant: Variant,
+    pub shape: Vec<usize>,
+    pub columns: usize,
+}
+
+/// Every case a run of `formats` on `platform` owes, in run order: each (op, variant) the
+/// capability table supports, each shape of the tier (products and gather on rank-2 shapes
+/// only), each column count of a product. Pure, so a report can hold [`run`] to it: fewer
+/// results than planned cases is a failure, not a smaller pass (see [`Report::shortfall`]).
+pub fn plan(formats: &[Format], platform: &Platform, tier: Tier) -> Vec<PlannedCase> {
+    let mut planned = Vec::new();
     for &format in formats {
         let layout = format.layout();
         for op in Op::ALL {
             for variant in Variant::ALL {
-                if capability::status(format, layout, op, variant, Some(gpu.platform())) != Status::Supported {
+                if capability::status(format, layout, op, variant, Some(platform)) != Status::Supported {
                     continue;
                 }
                 let column_set: &[usize] = match op {
@@ -583,36 +600,54 @@ pub async fn run(
                     Op::Dequant | Op::Gather => &[1],
                 };
                 for shape in shapes(format, tier) {
-                    let rank2 = shape.len() == 2;
-                    for &columns in column_set {
-                        let runs = match op {
-                            Op::Dequant => true,
-                            Op::Matmul | Op::MatmulA8 | Op::Gather => rank2,
-                        };
-                        if !runs {
-                            continue;
-                        }
-                        let r =
-                            run_case(gpu, format, op, variant, &shape, columns, &mut rng).await.unwrap_or_else(|e| {
-                                CaseResult {
-                                    criterion: "error".into(),
-                                    max_error: f64::INFINITY,
-                                    of_bound: f64::INFINITY,
-                                    rel_l2: f64::INFINITY,
-                                    l2_parts: (f64::INFINITY, 1.0),
-                                    detail: e.to_string(),
-                                    columns,
-                                    ..blank(format, op, variant, &shape)
-                                }
-                            });
-                        progress(&r);
-                        results.push(r);
+                    let runs = match op {
+                        Op::Dequant => true,
+                        Op::Matmul | Op::MatmulA8 | Op::Gather => shape.len() == 2,
+                    };
+                    if runs {
+                        planned.extend(column_set.iter().map(|&columns| PlannedCase {
+                            format,
+                            op,
+                            variant,
+                            shape: shape.clone(),
+                            columns,
+                        }));
                     }
                 }
-                if op.is_product() {
-                    judge_l2_together(&mut results, format, op, variant);
-                }
             }
+        }
+    }
+    planned
+}
+
+/// Runs every case of `planned` (from [`plan`]) on this adapter, one result per case: errors
+/// become failing cases.
+pub async fn run(
+    gpu: &Gpu,
+    planned: &[PlannedCase],
+    seed: u64,
+    mut progress: impl FnMut(&CaseResult),
+) -> Vec<CaseResult> {
+    let mut rng = Rng::new(seed);
+    let mut results = Vec::new();
+    for (i, case) in planned.iter().enumerate() {
+        let PlannedCase { format, op, variant, ref shape, columns } = *case;
+        let r = run_case(gpu, format, op, variant, shape, columns, &mut rng).await.unwrap_or_else(|e| CaseResult {
+            criterion: "error".into(),
+            max_error: f64::INFINITY,
+            of_bound: f64::INFINITY,
+            rel_l2: f64::INFINITY,
+            l2_parts: (f64::INFINITY, 1.0),
+            detail: e.to_string(),
+            columns,
+            ..blank(format, op, variant, shape)
+        });
+        progress(&r);
+        results.push(r);
+        // A (format, op, variant)'s cases are consecutive: judge them together after its last.
+        let last = planned.get(i + 1).is_none_or(|next| (next.format, next.op, next.variant) != (format, op, variant));
+        if op.is_product() && last {
+            judge_l2_together(&mut results, format, op, variant);
         }
     }
     results
@@ -664,6 +699,9 @@ fn judge_l2_together(results: &mut [CaseResult], format: Format, op: Op, variant
         }
     }
 }
+
+#[cfg(test)]
+mod judge_tests;
 
 /// Activation columns `verify` multiplies a user's matrix by.
 pub const VERIFY_COLUMNS: usize = 2;

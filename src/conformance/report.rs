@@ -3,7 +3,7 @@
 //! variant, and what the capability table ruled out. Reports read back, so two devices' runs
 //! can be compared (`conformance --compare`).
 
-use super::{CaseResult, TensorReport, Verdict};
+use super::{CaseResult, PlannedCase, TensorReport, Verdict};
 use crate::format::Format;
 use crate::gpu::capability::{self, Status};
 use crate::gpu::Platform;
@@ -34,6 +34,10 @@ pub struct SummaryRow {
     pub variant: String,
     pub criterion: String,
     pub cases: usize,
+    /// The cases the run planned for this row ([`super::plan`]); 0 in a verify report and in
+    /// reports written before runs kept count.
+    #[serde(default)]
+    pub planned: usize,
     pub passed: usize,
     pub platform_deviations: usize,
     pub failed: usize,
@@ -46,9 +50,10 @@ pub struct SummaryRow {
 }
 
 impl SummaryRow {
-    /// The row's verdict: failed if any case failed, a deviation if any deviated.
+    /// The row's verdict: failed if any case failed or fewer cases ran than were planned, a
+    /// deviation if any deviated.
     pub fn verdict(&self) -> Verdict {
-        if self.failed > 0 {
+        if self.failed > 0 || self.cases < self.planned {
             Verdict::Fail
         } else if self.platform_deviations > 0 {
             Verdict::PlatformDeviation
@@ -71,6 +76,7 @@ pub fn summarize(results: &[CaseResult]) -> Vec<SummaryRow> {
                     variant: r.variant.clone(),
                     criterion: r.criterion.clone(),
                     cases: 0,
+                    planned: 0,
                     passed: 0,
                     platform_deviations: 0,
                     failed: 0,
@@ -110,9 +116,14 @@ pub struct Report {
     pub producer: String,
     pub platform: Platform,
     pub seed: u64,
+    /// The cases the run planned ([`super::plan`]); the run succeeded only if every one ran.
+    #[serde(default)]
+    pub planned: usize,
     pub passed: usize,
     pub failed: usize,
     pub platform_deviations: usize,
+    /// Per (format, op, variant): cases planned and run, and their verdicts. A planned row that
+    /// produced no result is here too, with no cases.
     #[serde(default)]
     pub summary: Vec<SummaryRow>,
     #[serde(default)]
@@ -126,9 +137,36 @@ pub fn producer() -> String {
 }
 
 impl Report {
-    /// Counts, summarizes and lists the capability table's refusals for `formats`.
-    pub fn new(platform: &Platform, seed: u64, formats: &[Format], results: Vec<CaseResult>) -> Report {
+    /// Counts, summarizes against the plan the results came from and lists the capability
+    /// table's refusals for `formats`.
+    pub fn new(
+        platform: &Platform,
+        seed: u64,
+        formats: &[Format],
+        planned: &[PlannedCase],
+        results: Vec<CaseResult>,
+    ) -> Report {
         let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
+        let mut summary = summarize(&results);
+        for p in planned {
+            let key = (p.format.name(), p.op.name(), p.variant.name());
+            match summary.iter_mut().find(|s| (s.format.as_str(), s.op.as_str(), s.variant.as_str()) == key) {
+                Some(row) => row.planned += 1,
+                None => summary.push(SummaryRow {
+                    format: key.0.into(),
+                    op: key.1.into(),
+                    variant: key.2.into(),
+                    criterion: "not run".into(),
+                    cases: 0,
+                    planned: 1,
+                    passed: 0,
+                    platform_deviations: 0,
+                    failed: 0,
+                    worst: 0.0,
+                    worst_of_bound: 0.0,
+                }),
+            }
+        }
         let not_run = capability::table(Some(platform))
             .into_iter()
             .filter(|r| formats.iter().any(|f| f.name() == r.format))
@@ -143,10 +181,11 @@ impl Report {
             producer: producer(),
             platform: platform.clone(),
             seed,
+            planned: planned.len(),
             passed: count(Verdict::Pass),
             failed: count(Verdict::Fail),
             platform_deviations: count(Verdict::PlatformDeviation),
-            summary: summarize(&results),
+            summary,
             not_run,
             results,
         }
@@ -157,11 +196,31 @@ impl Report {
         self.results.iter().filter(|r| r.verdict != Verdict::Pass)
     }
 
-    /// `N passed, M failed, D platform deviations (seed S)`.
+    /// The (format, op, variant) rows whose number of results differs from the plan, each
+    /// saying how many ran: a case the runner dropped must fail the run, not shrink it.
+    pub fn shortfall(&self) -> Vec<String> {
+        self.summary
+            .iter()
+            .filter(|s| s.cases != s.planned)
+            .map(|s| format!("{} {} {}: {} of {} planned cases ran", s.format, s.op, s.variant, s.cases, s.planned))
+            .collect()
+    }
+
+    /// Whether the run passes: cases were planned, each of them ran, and none failed.
+    pub fn succeeded(&self) -> bool {
+        self.failed == 0 && self.planned > 0 && self.results.len() == self.planned && self.shortfall().is_empty()
+    }
+
+    /// `N passed, M failed, D platform deviations, R of P planned cases ran (seed S)`.
     pub fn summary_line(&self) -> String {
         format!(
-            "{} passed, {} failed, {} platform deviations (seed {})",
-            self.passed, self.failed, self.platform_deviations, self.seed
+            "{} passed, {} failed, {} platform deviations, {} of {} planned cases ran (seed {})",
+            self.passed,
+            self.failed,
+            self.platform_deviations,
+            self.results.len(),
+            self.planned,
+            self.seed
         )
     }
 }
@@ -334,8 +393,8 @@ mod tests {
         assert_eq!(b.verdict(), Verdict::PlatformDeviation);
     }
 
-    fn report(results: Vec<CaseResult>) -> Report {
-        let platform: Platform = serde_json::from_value(serde_json::json!({
+    fn platform() -> Platform {
+        serde_json::from_value(serde_json::json!({
             "name": "test", "backend": "vulkan", "device_type": "Cpu", "vendor": 0, "device": 0, "driver": "",
             "driver_info": "", "features": [], "has_subgroups": false, "has_shader_f16": false,
             "subgroup_min_size": 0, "subgroup_max_size": 0,
@@ -343,8 +402,53 @@ mod tests {
                 "max_compute_workgroups_per_dimension": 1, "max_compute_invocations_per_workgroup": 256,
                 "max_storage_buffers_per_shader_stage": 8, "max_compute_workgroup_storage_size": 16384 },
             "probes": {} }))
-        .expect("platform literal");
-        Report::new(&platform, 7, &[Format::Bf16, Format::Q4G64Fp16], results)
+        .expect("platform literal")
+    }
+
+    fn planned(format: Format, op: Op) -> PlannedCase {
+        PlannedCase { format, op, variant: Variant::Workgroup, shape: vec![2, 3], columns: 1 }
+    }
+
+    /// A report whose plan is exactly its results.
+    fn report(results: Vec<CaseResult>) -> Report {
+        let plan: Vec<PlannedCase> = results
+            .iter()
+            .map(|r| {
+                let op = Op::ALL.into_iter().find(|op| op.name() == r.op).expect("an op name");
+                planned(r.format.parse().expect("a format name"), op)
+            })
+            .collect();
+        Report::new(&platform(), 7, &[Format::Bf16, Format::Q4G64Fp16], &plan, results)
+    }
+
+    #[test]
+    fn a_run_with_fewer_results_than_planned_cases_fails() {
+        let plan = [
+            planned(Format::Bf16, Op::Dequant),
+            planned(Format::Bf16, Op::Dequant),
+            planned(Format::Q4G64Fp16, Op::Matmul),
+        ];
+        let pass = |format, op| case(format, op, Verdict::Pass, 0.0);
+        let formats = [Format::Bf16, Format::Q4G64Fp16];
+        let all =
+            vec![pass(Format::Bf16, Op::Dequant), pass(Format::Bf16, Op::Dequant), pass(Format::Q4G64Fp16, Op::Matmul)];
+        let full = Report::new(&platform(), 7, &formats, &plan, all.clone());
+        assert!(full.succeeded() && full.shortfall().is_empty(), "{:?}", full.shortfall());
+        assert!(full.summary_line().contains("3 of 3 planned cases ran"), "{}", full.summary_line());
+
+        let dropped = Report::new(&platform(), 7, &formats, &plan, all[1..].to_vec());
+        assert!(!dropped.succeeded(), "a dropped case fails the run although every result passed");
+        assert_eq!(dropped.shortfall(), ["bf16 dequant workgroup: 1 of 2 planned cases ran"]);
+        assert_eq!(dropped.summary[0].verdict(), Verdict::Fail);
+
+        let no_row = Report::new(&platform(), 7, &formats, &plan, all[..2].to_vec());
+        assert_eq!(no_row.shortfall(), ["q4_g64_fp16 matmul workgroup: 0 of 1 planned cases ran"]);
+        let back: Report =
+            serde_json::from_str(&serde_json::to_string(&no_row).expect("serializes")).expect("reads back");
+        assert_eq!((back.planned, back.shortfall()), (3, no_row.shortfall()), "the plan travels with the report");
+
+        let nothing = Report::new(&platform(), 7, &formats, &[], Vec::new());
+        assert!(!nothing.succeeded(), "a run of zero cases is no pass");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::kernels::{self, KernelKey};
 use super::plan::{Plan, PlaneBinding, Window};
-use super::platform::Probes;
+use super::platform::{self, Probes};
 use super::{Gpu, GpuTensor, POISON};
 use crate::error::{Error, Result};
 use std::num::NonZeroU64;
@@ -284,9 +284,13 @@ impl Prepared {
 /// Runs the platform probes (see `shaders/ops/probe.wgsl`).
 pub(super) async fn run_probes(gpu: &Gpu) -> Result<Probes> {
     let mut probes = Probes::default();
-    // 2^-100 * 2^-30 = 2^-130, the binary32 subnormal 0x0008_0000.
-    let io = probe(gpu, kernels::PROBE.to_string(), "subnormal", &[0x0D80_0000, 0, 0x3080_0000]).await?;
-    probes.flushes_subnormal_results = Some(io[1] != 0x0008_0000);
+    // 2^-100 * 2^-30 = 2^-130, the binary32 subnormal 0x0008_0000; the product lands in word 1.
+    let [a, b, _] = platform::SUBNORMAL_PROBE;
+    let io = probe(gpu, kernels::PROBE.to_string(), "subnormal", &[a, 0, b]).await?;
+    match platform::flushes_subnormals(io[1]) {
+        Ok(flushes) => probes.flushes_subnormal_results = Some(flushes),
+        Err(broken) => probes.broken.push(broken),
+    }
     if gpu.platform().has_subgroups {
         let source = kernels::for_device(kernels::subgroup_probe_source(), true);
         let io = probe(gpu, source, "subgroup_layout", &[0; 256]).await?;

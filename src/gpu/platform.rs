@@ -6,11 +6,36 @@ use serde::{Deserialize, Serialize};
 /// Results of the probe kernels run when a device opens.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probes {
-    /// `Some(true)` when an f32 multiply whose exact result is subnormal returned zero.
+    /// `Some(true)` when an f32 multiply whose exact result is subnormal returned +0, `Some(false)`
+    /// when it returned the subnormal ([`flushes_subnormals`]).
     pub flushes_subnormal_results: Option<bool>,
     /// `Some(true)` when subgroups are runs of at least 4 consecutive invocations with a size
     /// dividing the products' `kernels::MATMUL_WG`.
     pub subgroups_contiguous: Option<bool>,
+    /// Probes that came back with neither of the answers they tell apart, each saying what it
+    /// got. Their question stays unanswered (`None`), so a device that multiplies wrongly is not
+    /// excused as one that flushes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broken: Vec<String>,
+}
+
+/// The subnormal probe's operands and exact product: 2^-100 · 2^-30 = 2^-130, an f32 subnormal.
+pub const SUBNORMAL_PROBE: [u32; 3] = [0x0D80_0000, 0x3080_0000, 0x0008_0000];
+
+/// What the subnormal probe's product word says: `Ok(false)` for the exact subnormal, `Ok(true)`
+/// for +0 (the flush WGSL allows; the operands are positive, so -0 is not one), and for any other
+/// word an error naming it: a multiply that is wrong is not a flush, and taking it for one would
+/// turn its wrong results into accepted platform deviations.
+pub fn flushes_subnormals(product: u32) -> Result<bool, String> {
+    let [_, _, exact] = SUBNORMAL_PROBE;
+    match product {
+        p if p == exact => Ok(false),
+        0 => Ok(true),
+        p => Err(format!(
+            "subnormal probe: 2^-100 * 2^-30 returned {p:#010x} ({:e}), neither 2^-130 ({exact:#010x}) nor a flush to +0",
+            f32::from_bits(p)
+        )),
+    }
 }
 
 /// The limits a kernel plan depends on, as granted to the device.
@@ -97,5 +122,21 @@ impl Platform {
     /// One line for listings: `name (backend, type, driver)`.
     pub fn summary(&self) -> String {
         format!("{} ({}, {}, {} {})", self.name, self.backend, self.device_type, self.driver, self.driver_info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subnormal_probe_tells_a_flush_from_a_wrong_product() {
+        assert_eq!(flushes_subnormals(0x0008_0000), Ok(false), "2^-130 kept");
+        assert_eq!(flushes_subnormals(0x0000_0000), Ok(true), "flushed to +0");
+        // -0, a neighbour of 2^-130, the smallest subnormal, a normal number and NaN: wrong, not flushed.
+        for wrong in [0x8000_0000, 0x0008_0001, 0x0000_0001, 0x0080_0000, 0x7FC0_0000] {
+            let e = flushes_subnormals(wrong).expect_err("a wrong product is no flush");
+            assert!(e.contains(&format!("{wrong:#010x}")), "{e}");
+        }
     }
 }

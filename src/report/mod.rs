@@ -71,9 +71,11 @@ fn page(title: &str, body: &str) -> String {
 /// The device's facts as a two-column table.
 fn facts(p: &Platform, producer: &str, seed: u64) -> String {
     let flush = match p.probes.flushes_subnormal_results {
-        Some(true) => "yes (subnormal results become zero)",
-        Some(false) => "no",
-        None => "not probed",
+        Some(true) => "yes (subnormal results become zero)".to_string(),
+        Some(false) => "no".to_string(),
+        None if p.probes.broken.is_empty() => "not probed".to_string(),
+        // A wrong product is no flush: nothing is excused as a deviation on this device.
+        None => format!("unknown: {}", p.probes.broken.join("; ")),
     };
     let rows = [
         ("device", p.name.clone()),
@@ -88,7 +90,7 @@ fn facts(p: &Platform, producer: &str, seed: u64) -> String {
             format!("{} / {} bytes", p.limits.max_buffer_size, p.limits.max_storage_buffer_binding_size),
         ),
         ("storage buffers per stage", p.limits.max_storage_buffers_per_shader_stage.to_string()),
-        ("flushes subnormals", flush.into()),
+        ("flushes subnormals", flush),
         ("judged by", producer.to_string()),
         ("seed", format!("{seed} (replay with <code>--seed {seed}</code>)")),
     ];

@@ -244,14 +244,15 @@ impl NinferGpu {
             let formats = crate::args::parse_formats(&formats.unwrap_or_default()).map_err(reject)?;
             let seed = seed_or_fresh(seed);
             let mut done = 0u32;
-            let results = conformance::run(&gpu, &formats, seed, Tier::Fast, |_| {
+            let planned = conformance::plan(&formats, gpu.platform(), Tier::Fast);
+            let results = conformance::run(&gpu, &planned, seed, |_| {
                 done += 1;
                 if let Some(f) = &progress {
                     let _ = f.call1(&JsValue::NULL, &done.into());
                 }
             })
             .await;
-            to_js(&Report::new(gpu.platform(), seed, &formats, results))
+            to_js(&Report::new(gpu.platform(), seed, &formats, &planned, results))
         })
     }
 

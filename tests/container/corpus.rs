@@ -188,9 +188,7 @@ fn the_mutation_corpus_never_panics() {
     let f = fixture("corpus", Some(500));
     let files = f.files();
     let originals: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let seed =
-        std::env::var("NINFER_CORPUS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(Rng::seed_from_time);
-    println!("container corpus seed {seed} (replay with NINFER_CORPUS_SEED={seed})");
+    let seed = ninfer_wgpu::testgen::test_seed("container corpus").expect("seed");
     let mut rng = Rng::new(seed);
     let (mut opened, mut refused, mut panics) = (0, 0, Vec::new());
     for case in 0..1200 {

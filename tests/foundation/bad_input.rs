@@ -36,8 +36,7 @@ fn exercise(t: &EncodedTensor, rng: &mut Rng) {
 
 #[test]
 fn random_shapes_and_payloads_never_panic() {
-    let seed = Rng::seed_from_time();
-    println!("bad-input fuzz seed {seed}");
+    let seed = ninfer_wgpu::testgen::test_seed("bad-input fuzz").expect("seed");
     let mut rng = Rng::new(seed);
     let mut constructed = 0;
     // Most random descriptions are refused before a payload exists; go on until enough tensors
@@ -69,8 +68,7 @@ fn random_shapes_and_payloads_never_panic() {
 #[test]
 fn valid_tensors_with_flipped_bytes_never_panic() {
     use ninfer_wgpu::testgen::{random_words, Words};
-    let seed = Rng::seed_from_time();
-    println!("byte-flip fuzz seed {seed}");
+    let seed = ninfer_wgpu::testgen::test_seed("byte-flip fuzz").expect("seed");
     let mut rng = Rng::new(seed);
     for format in Format::ALL.into_iter().filter(|f| f.category() != ninfer_wgpu::Category::GgufBlock) {
         let shape: Vec<usize> = if format == Format::Nvfp4 { vec![128, 64] } else { vec![3, 70] };

@@ -31,8 +31,7 @@ fn mutate(payload: &mut [u8], rng: &mut Rng) {
 
 #[test]
 fn scan_and_reference_agree_on_valid_and_mutated_payloads() {
-    let seed = Rng::seed_from_time();
-    println!("scan seed {seed}");
+    let seed = ninfer_wgpu::testgen::test_seed("scan").expect("seed");
     let mut rng = Rng::new(seed);
     for format in Format::ALL.into_iter().filter(|f| f.category() != Category::GgufBlock) {
         let layout = format.layout();

@@ -31,8 +31,7 @@ fn a_quantized_checkpoint_verifies_on_every_adapter_with_a_shareable_report() {
         assert!(!ci(), "CI=true but no GPU adapter was found");
         return;
     }
-    let seed = Rng::seed_from_time();
-    eprintln!("seed {seed}");
+    let seed = ninfer_wgpu::testgen::test_seed("quantize and verify workflow").expect("seed");
     let mut rng = Rng::new(seed);
     let dir = TempDir::new("workflow-quantize");
     // A model as checkpoints come: matrices in f32 and f16, a bf16 norm, an f32 bias and an

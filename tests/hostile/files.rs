@@ -10,9 +10,15 @@ pub mod cli {
 
     const BIN: &str = env!("CARGO_BIN_EXE_ninfer-wgpu");
 
+    /// How long a command may run before it counts as hung: ten times the deadlines these tests
+    /// once used (120 s; 30 s for refusals), which a busy machine could reach. It guards against
+    /// hangs (a FIFO opened for reading blocks forever) and nothing else: speed is measured by
+    /// the benchmarks, linear work by counting (tests/hostile/readers.rs).
+    pub const HANG: Duration = Duration::from_secs(1200);
+
     /// Runs the CLI with a deadline: a command still running after `limit` is killed and the
     /// test fails (a hang is one of the defects these tests exist for).
-    pub fn run_within(args: &[&str], limit: Duration) -> Output {
+    fn run_within(args: &[&str], limit: Duration) -> Output {
         let mut child = Command::new(BIN)
             .args(args)
             .stdout(std::process::Stdio::piped())
@@ -33,7 +39,7 @@ pub mod cli {
     }
 
     pub fn run(args: &[&str]) -> Output {
-        run_within(args, Duration::from_secs(120))
+        run_within(args, HANG)
     }
 
     #[track_caller]

@@ -21,7 +21,10 @@ pub struct Outputs<'a> {
 pub fn verify(file: &Path, options: GpuOptions, seed: Option<u64>, out: Outputs) -> Result<bool, Error> {
     let opened = Model::open(file)?;
     let gpu = block_on(Gpu::open(&options))?;
-    let seed = seed.unwrap_or_else(Rng::seed_from_time);
+    let seed = match seed {
+        Some(seed) => seed,
+        None => ninfer_wgpu::testgen::fresh_seed()?,
+    };
     let mut rng = Rng::new(seed);
     let names = opened.tensor_names();
     let bar = crate::progress::bar(names.len() as u64, "verifying {pos}/{len} {bar:30} {msg}");
