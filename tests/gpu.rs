@@ -502,7 +502,7 @@ fn tensors_over_8_mib_in_split_buffers_and_windows_meet_the_oracle() {
     let mut rng = Rng::new(seed);
     for (format, shape, divisors) in over_8_mib_cases() {
         let words = random_words(format, &shape, divisors, &mut rng, Words::Finite).unwrap();
-        let t = EncodedTensor::encode(&words, format.spec().layouts[0]).unwrap();
+        let t = EncodedTensor::encode(&words, format.layout()).unwrap();
         let what = format!("{format} ({}) {shape:?}", t.layout().name());
         assert!(t.payload().len() > 8 << 20, "{what}: {} bytes", t.payload().len());
         let up = block_on(gpu.upload(&t.validate().unwrap())).unwrap();
