@@ -3,6 +3,7 @@
 //! device whose probe saw none, would pass a broken kernel.
 
 use super::*;
+use crate::conformance::blank;
 
 /// A reference of `n` outputs for one column of K = 1 with x = [1].
 fn reference(y: &[f64]) -> oracle::MatvecReference {
