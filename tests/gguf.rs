@@ -232,9 +232,7 @@ fn every_gguf_type_decodes_bit_identically_to_llama_cpps_gguf_library() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
     // The generator takes the registry's ggml types from the CLI, as users' scripts do.
     std::fs::create_dir_all(&dir).unwrap();
-    let formats = Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(["formats", "--json"]).output().unwrap();
-    assert!(formats.status.success());
-    std::fs::write(dir.join("formats.json"), &formats.stdout).unwrap();
+    std::fs::write(dir.join("formats.json"), ninfer_wgpu_testkit::cli!().ok(&["formats", "--json"])).unwrap();
     assert!(
         Command::new("python3")
             .arg(script)
@@ -378,13 +376,7 @@ fn cli_reads_gguf_files() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("tiny.gguf");
     std::fs::write(&file, tiny_gguf()).unwrap();
-    let cli = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu"))
-            .args(args)
-            .env("NINFER_WGPU_ADAPTER", "no-adapter-here")
-            .output()
-            .unwrap()
-    };
+    let cli = |args: &[&str]| ninfer_wgpu_testkit::cli!().env("NINFER_WGPU_ADAPTER", "no-adapter-here").run(args);
     let out = cli(&["inspect", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);

@@ -27,17 +27,19 @@ node --test report-check.test.mjs
 ./build.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --silent
 
-# Fixtures served beside the page: a GGUF of every type written by llama.cpp's gguf package,
-# and two bad files whose CLI messages the page must repeat.
-fixtures="$web/fixtures-run"
-rm -rf "$fixtures"
-mkdir -p "$fixtures"
-python3 ../tests/independent/gguf_fixtures.py "$fixtures" 7 >/dev/null
-printf 'not a model, only text' > "$fixtures/junk.bin"
-python3 -c "import sys; open(sys.argv[1], 'wb').write(b'GGUF' + (3).to_bytes(4, 'little') + (5).to_bytes(8, 'little'))" "$fixtures/truncated.gguf"
 # The test profile: the CLI `cargo test` already built (the dev profile would build every crate again).
 (cd .. && cargo build --locked --quiet --profile test --bin ninfer-wgpu)
 cli=$(realpath ../target/debug/ninfer-wgpu)
+# Fixtures served beside the page: a GGUF of every type written by llama.cpp's gguf package
+# (its type list from the CLI's registry), and two bad files whose CLI messages the page must
+# repeat.
+fixtures="$web/fixtures-run"
+rm -rf "$fixtures"
+mkdir -p "$fixtures"
+"$cli" formats --json > "$fixtures/formats.json"
+python3 ../tests/independent/gguf_fixtures.py "$fixtures" 7 "$fixtures/formats.json" >/dev/null
+printf 'not a model, only text' > "$fixtures/junk.bin"
+python3 -c "import sys; open(sys.argv[1], 'wb').write(b'GGUF' + (3).to_bytes(4, 'little') + (5).to_bytes(8, 'little'))" "$fixtures/truncated.gguf"
 expect="$fixtures/expected-errors.json"
 (
   cd "$fixtures"

@@ -12,20 +12,20 @@ use ninfer_wgpu::testgen::Rng;
 use ninfer_wgpu::Format;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ninfer-wgpu");
+/// The CLI with no adapter selectable, so nothing here touches a GPU.
+fn cli() -> ninfer_wgpu_testkit::Cli {
+    ninfer_wgpu_testkit::cli!().env("NINFER_WGPU_ADAPTER", "no-such-adapter-for-tests")
+}
 
-/// Runs the CLI with no adapter selectable, so nothing here touches a GPU.
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).env("NINFER_WGPU_ADAPTER", "no-such-adapter-for-tests").output().unwrap()
+    cli().run(args)
 }
 
 #[track_caller]
 fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    cli().ok(args)
 }
 
 /// Runs a command that must fail with exit code 2 and returns its stderr.

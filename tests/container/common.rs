@@ -13,12 +13,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-#[path = "../support/temp_dir.rs"]
-mod temp_dir;
-pub use temp_dir::TempDir;
-#[path = "../support/safetensors.rs"]
-mod safetensors;
-pub use safetensors::write_safetensors;
+pub use ninfer_wgpu_testkit::{write_safetensors, TempDir};
 
 /// The fixture's tensors as written, by object id.
 pub struct Fixture {

@@ -2,18 +2,15 @@
 //! checkpoint in two shards quantized and verified with an HTML report, a GGUF imported
 //! unchanged and verified, and two conformance reports compared.
 
-use super::safetensors::write_safetensors;
-use super::temp_dir::TempDir;
 use super::{ci, selectors};
 use ninfer_wgpu::testgen::{random_activation, Rng};
+use ninfer_wgpu_testkit::{write_safetensors, TempDir};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_ninfer-wgpu");
+use std::process::Output;
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
+    ninfer_wgpu_testkit::cli!().run(args)
 }
 
 fn path(p: &Path) -> String {
@@ -176,8 +173,7 @@ fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
     let _ = std::fs::remove_dir_all(&dir);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/independent/gguf_fixtures.py");
     std::fs::create_dir_all(&dir).unwrap();
-    let formats = std::process::Command::new(BIN).args(["formats", "--json"]).output().unwrap();
-    std::fs::write(dir.join("formats.json"), &formats.stdout).unwrap();
+    std::fs::write(dir.join("formats.json"), run(&["formats", "--json"]).stdout).unwrap();
     let made =
         std::process::Command::new("python3").arg(script).arg(&dir).arg("11").arg(dir.join("formats.json")).status();
     if !made.is_ok_and(|s| s.success()) {
@@ -186,8 +182,6 @@ fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
     }
     let gguf = dir.join("fixture.gguf");
     let imported = dir.join("imported.ninfer");
-    let bin = env!("CARGO_BIN_EXE_ninfer-wgpu");
-    let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().unwrap();
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let refused = run(&["import", &path(&gguf), &path(&imported)]);
     let err = String::from_utf8_lossy(&refused.stderr);

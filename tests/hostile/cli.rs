@@ -29,10 +29,10 @@ fn f32_file(dir: &TempDir, name: &str, values: &[f32]) -> PathBuf {
 }
 
 /// Fails with exit code 2 and `needle` in its short error, instead of blocking on the file
-/// (the hang guard, [`cli::HANG`], is the only clock).
+/// (the hang guard, [`ninfer_wgpu_testkit::HANG`], is the only clock).
 #[track_caller]
 fn refused_quickly(args: &[&str], needle: &str) {
-    let out = cli::run(args);
+    let out = cli().run(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?} should say `{needle}`: {err}");
@@ -57,7 +57,7 @@ fn fifos_devices_and_directories_are_refused_before_any_read() {
     // A regular file longer than J columns of K values is not read past them.
     let long = f32_file(&dir, "long.f32", &[1.0; 3]);
     refused_quickly(&["matvec", s(&model), "w", "--x", s(&long)], "longer than the 8 bytes");
-    assert!(cli::run(&["matvec", s(&model), "w", "--x", s(&x)]).status.success());
+    assert!(cli().run(&["matvec", s(&model), "w", "--x", s(&x)]).status.success());
 
     // A part file that is a FIFO: the entry lists it, the reader refuses it.
     let mut writer = ArtifactWriter::new().part_limit(4096);
@@ -76,7 +76,7 @@ fn fifos_devices_and_directories_are_refused_before_any_read() {
 #[test]
 fn bench_shapes_are_checked_before_anything_is_allocated() {
     for shape in ["18446744073709551615x1", "100000x100000", "0x5", "4096"] {
-        let out = cli::run(&["bench", "--shape", shape, "--formats", "bf16"]);
+        let out = cli().run(&["bench", "--shape", shape, "--formats", "bf16"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--shape {shape} is an error, not a panic: {err}");
         assert!(err.contains("shape"), "--shape {shape}: {err}");
@@ -84,7 +84,7 @@ fn bench_shapes_are_checked_before_anything_is_allocated() {
     // A fixed run count is one or more, and a u16: refused before an adapter is opened.
     for runs in ["0", "-1", "65536", "many"] {
         let arg = format!("--runs={runs}");
-        let out = cli::run(&["bench", &arg, "--formats", "bf16"]);
+        let out = cli().run(&["bench", &arg, "--formats", "bf16"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--runs {runs} is an error, not a panic: {err}");
         assert!(err.contains("--runs"), "--runs {runs}: {err}");
@@ -104,7 +104,7 @@ fn errors_quote_little_of_what_a_hostile_file_holds() {
     refused_quickly(&["quantize", s(&path), s(&dir.join("o.ninfer")), "--format", "bf16"], "more characters");
     // A name that is an object and a binding of itself is listed once.
     let model = fp32_artifact(dir.join("w.ninfer"), &[1, 2], &[1.0, 2.0]);
-    let out = cli::run(&["dequant", s(&model), "nope", "-o", s(&dir.join("o"))]);
+    let out = cli().run(&["dequant", s(&model), "nope", "-o", s(&dir.join("o"))]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("valid names: w\n") || err.trim_end().ends_with("valid names: w"), "{err}");
 }
@@ -117,7 +117,7 @@ fn a_non_finite_output_from_finite_operands_fails_the_run() {
     // 3e38 + 3e38 is past binary32 on every device: exit 1, the row named.
     let over = fp32_artifact(dir.join("over.ninfer"), &[1, 2], &[3e38, 3e38]);
     for device in ["cpu", "gpu"] {
-        let out = cli::run(&["matvec", s(&over), "w", "--x", s(&two), "--device", device]);
+        let out = cli().run(&["matvec", s(&over), "w", "--x", s(&two), "--device", device]);
         let err = String::from_utf8_lossy(&out.stderr);
         if device == "gpu" && err.contains("no adapter") {
             continue;
@@ -128,7 +128,7 @@ fn a_non_finite_output_from_finite_operands_fails_the_run() {
     // The exact sum is 0; a partial sum may overflow on a GPU. Either a finite 0 or a failure.
     let cancel = fp32_artifact(dir.join("cancel.ninfer"), &[1, 4], &[3e38, 3e38, -3e38, -3e38]);
     for device in ["cpu", "gpu"] {
-        let out = cli::run(&["matvec", s(&cancel), "w", "--x", s(&ones), "--device", device]);
+        let out = cli().run(&["matvec", s(&cancel), "w", "--x", s(&ones), "--device", device]);
         let err = String::from_utf8_lossy(&out.stderr);
         match out.status.code() {
             Some(0) => assert!(f32::from_le_bytes(out.stdout[..4].try_into().unwrap()).is_finite(), "{device}: {err}"),
@@ -139,6 +139,6 @@ fn a_non_finite_output_from_finite_operands_fails_the_run() {
     }
     // An infinite weight makes an infinite output legitimately: exit 0, with a note.
     let inf = fp32_artifact(dir.join("inf.ninfer"), &[1, 2], &[f32::INFINITY, 1.0]);
-    let out = cli::run(&["matvec", s(&inf), "w", "--x", s(&two)]);
+    let out = cli().run(&["matvec", s(&inf), "w", "--x", s(&two)]);
     assert!(out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not all finite"));
 }

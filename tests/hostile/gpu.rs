@@ -7,7 +7,7 @@ use ninfer_wgpu::oracle::{self, Dequantized};
 use ninfer_wgpu::testgen::{random_words, Rng, Words};
 use ninfer_wgpu::{EncodedTensor, Format, Layout, TensorDesc};
 
-/// Adapters as tests/gpu.rs chooses them: `NINFER_WGPU_EXPECT` (CI names its three), else every
+/// Adapters as tests/gpu/main.rs chooses them: `NINFER_WGPU_EXPECT` (CI names its three), else every
 /// backend found. A missing expected adapter fails under `CI=true`.
 fn adapters(options: GpuOptions) -> Vec<Gpu> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");

@@ -85,7 +85,7 @@ fn every_device_and_inspect_refuse_an_invalid_payload_naming_the_rule() {
     let entry = dir.join("broken.ninfer");
     writer.write(&entry).unwrap();
     let file = entry.to_str().unwrap();
-    let report: serde_json::Value = serde_json::from_str(&cli::ok(&["inspect", file, "--json"])).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&cli().ok(&["inspect", file, "--json"])).unwrap();
     for (name, t, rule) in &cases {
         let k = t.shape()[1];
         let x = dir.join("x.f32");
@@ -97,7 +97,7 @@ fn every_device_and_inspect_refuse_an_invalid_payload_naming_the_rule() {
             let matvec = ["matvec", file, name, "--x", x.to_str().unwrap(), "--device", device];
             let gather = ["gather", file, name, "--rows", "0", "--device", device];
             for args in [&dequant[..], &matvec[..], &gather[..]] {
-                let err = cli::fails(args);
+                let err = cli().fails(args);
                 assert!(err.contains(rule), "{name}: {args:?} should name `{rule}`: {err}");
                 messages.push(err);
             }

@@ -1,4 +1,4 @@
-//! A temporary directory for tests, shared by the test binaries through `#[path]`.
+//! A temporary directory for tests.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

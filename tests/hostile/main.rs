@@ -2,7 +2,6 @@
 //! GPU path refusing what the CPU path refuses, linear-time readers, bounded memory and reads,
 //! refusals of inconsistent files, short errors and non-finite outputs.
 
-#[path = "hostile/cli.rs"]
 mod cli;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -145,11 +144,7 @@ fn a_scan_by_name_counts_one_comparison_per_entry() {
     assert!(w.comparisons >= 100, "a scan of 100 names: {w:?}");
 }
 
-#[path = "hostile/files.rs"]
 mod files;
-#[path = "hostile/gpu.rs"]
 mod gpu;
-#[path = "hostile/payloads.rs"]
 mod payloads;
-#[path = "hostile/readers.rs"]
 mod readers;

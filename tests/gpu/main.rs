@@ -4,11 +4,6 @@
 //! must offer and do in `NINFER_WGPU_EXPECT_CAPS` ([`CAPS_VAR`]). The library is async; these
 //! tests wait on it with `native::block_on`.
 
-#[path = "support/safetensors.rs"]
-mod safetensors;
-#[path = "support/temp_dir.rs"]
-mod temp_dir;
-#[path = "gpu/workflow.rs"]
 mod workflow;
 
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
@@ -682,8 +677,7 @@ fn cli_file_commands_run_kernels_that_match_the_oracle() {
     let x_path = dir.join("x.f32");
     std::fs::write(&x_path, x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        ninfer_wgpu_testkit::cli!().ok(args);
     };
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     for device in ["cpu", "gpu"] {
@@ -766,8 +760,7 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
     let rows: Vec<String> = (0..300).map(|_| rng.below(n as u64).to_string()).collect();
     let rows = rows.join(",");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        ninfer_wgpu_testkit::cli!().ok(args);
     };
     let p = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let a = p("emb.ninfer");
@@ -792,22 +785,19 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
     }
     assert_eq!(read("d-full").len(), n * k * 4);
     // A limit above the adapter's own is refused, naming it.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu"))
-        .args([
-            "dequant",
-            &a,
-            "emb",
-            "--device",
-            "gpu",
-            "--adapter",
-            &selector,
-            "--max-buffer-size",
-            "18446744073709551615",
-            "-o",
-            &p("never"),
-        ])
-        .output()
-        .unwrap();
+    let out = ninfer_wgpu_testkit::cli!().run(&[
+        "dequant",
+        &a,
+        "emb",
+        "--device",
+        "gpu",
+        "--adapter",
+        &selector,
+        "--max-buffer-size",
+        "18446744073709551615",
+        "-o",
+        &p("never"),
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("18446744073709551615") && err.contains("own"), "{err}");
 }
