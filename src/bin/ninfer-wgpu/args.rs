@@ -1,0 +1,267 @@
+//! The command line's grammar: every command, option and value parser, as clap reads them.
+//! Spellings are fixed so scripts can rely on them.
+
+use crate::files;
+use clap::{Parser, Subcommand};
+use ninfer_wgpu::encode::convert::Method;
+use ninfer_wgpu::gpu::{GpuOptions, Profile, Variant};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "ninfer-wgpu",
+    version,
+    about = "NInfer's weight formats on any GPU: exact dequant, fast matvec, conformance against the oracle"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List the adapters and their platform facts.
+    Devices {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the capability table for an adapter.
+    Capabilities {
+        #[command(flatten)]
+        gpu: GpuArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every format × op against the oracle on fresh random words; non-zero exit on failure.
+    Conformance {
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Comma-separated canonical format names (default: every format with a kernel).
+        #[arg(long, value_delimiter = ',')]
+        formats: Vec<String>,
+        /// Random seed (default: NINFER_WGPU_SEED when set, else from the clock; always printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Add the large shapes (K >= 14336, N >= 4096).
+        #[arg(long)]
+        slow: bool,
+        /// One line per case as it runs, instead of the summary per format × op × variant.
+        #[arg(long)]
+        cases: bool,
+        /// Also write a self-contained HTML report (device facts, summary, deviations, chart).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
+        /// Compare two saved `--json` reports instead of running; exits 1 when a verdict differs.
+        #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["formats", "slow", "cases", "report"])]
+        compare: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Time matvec and dequant per format; report GB/s of encoded bytes and the ratio to the
+    /// adapter's buffer-copy bandwidth.
+    Bench {
+        #[command(flatten)]
+        gpu: GpuArgs,
+        #[arg(long, value_delimiter = ',')]
+        formats: Vec<String>,
+        /// NxK (default: 4096x4096 and 14336x4096).
+        #[arg(long)]
+        shape: Option<String>,
+        /// Activation columns J for matmul, comma-separated (default: 1).
+        #[arg(long, value_delimiter = ',')]
+        columns: Vec<usize>,
+        /// Ops to time, comma-separated: dequant, matmul, gather (default: all).
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Profiles a matmul is timed in, comma-separated: a32 (exact weights, f32 activation),
+        /// a8 (q8_1 activation, integer dot products; gguf types). Default: both.
+        #[arg(long, value_delimiter = ',', value_parser = parse_profile)]
+        profile: Vec<Profile>,
+        /// A kernel variant to time instead of the fastest supported one (workgroup, subgroup,
+        /// emulated-dot).
+        #[arg(long, value_parser = parse_variant)]
+        variant: Option<Variant>,
+        /// Exactly N timed runs after one warm-up, whatever they take (default: at least 5 runs
+        /// and 0.5 s). A fixed count lets an instruction counter divide by the dispatches it saw
+        /// (tools/lavapipe-icount.sh).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        runs: Option<u16>,
+        /// Also draw GB/s and the copy-bandwidth ratio per format as an SVG chart.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the format registry.
+    Formats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a .ninfer artifact's (or a .gguf file's) tensors with capability status, and the artifact's files, resources, bindings
+    /// and uses.
+    Inspect {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Adapter whose capability status is shown (default: as for the other commands).
+        #[command(flatten)]
+        gpu: GpuArgs,
+    },
+    /// Write a tensor's values as raw little-endian f32 (int32 tensors: i32), C order.
+    Dequant {
+        file: PathBuf,
+        /// An object id or binding name (.ninfer), or a tensor name (.gguf).
+        tensor: String,
+        /// cpu: the exact oracle; gpu: the kernel on the chosen adapter.
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: files::Device,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Write Y = W X as raw little-endian f32 for a rank-2 tensor: X is J columns of K raw f32
+    /// values back to back, Y is J columns of N values back to back (J = 1: y = W x). Exits 1
+    /// when an output is not finite although every weight and activation is (a sum overflowed).
+    Matvec {
+        file: PathBuf,
+        /// An object id or binding name (.ninfer), or a tensor name (.gguf).
+        tensor: String,
+        #[arg(long)]
+        x: PathBuf,
+        /// Activation columns J in X (1..=8).
+        #[arg(long, default_value_t = 1)]
+        columns: usize,
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: files::Device,
+        /// The product's arithmetic on the GPU: a32 (exact weights, f32 activation) or a8
+        /// (activation quantized to q8_1, integer dot products; gguf types).
+        #[arg(long, value_parser = parse_profile, default_value = "a32")]
+        profile: Profile,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Output file (default: standard output).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Write the values of chosen rows (embedding lookup) as raw little-endian f32 (int32
+    /// tensors: i32), in request order.
+    Gather {
+        file: PathBuf,
+        /// An object id or binding name (.ninfer), or a tensor name (.gguf).
+        tensor: String,
+        /// Row indices: `3,17,5`, or `@FILE` of little-endian u32 values.
+        #[arg(long)]
+        rows: String,
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: files::Device,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Output file (default: standard output).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Check every tensor of a .ninfer or .gguf file on the GPU against the oracle: dequant by
+    /// its criterion, gather and matmul (2 random columns, A32) for matrices. Exits 1 on any
+    /// failure.
+    Verify {
+        file: PathBuf,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Random seed for activations and rows (default: NINFER_WGPU_SEED when set, else from the clock; always printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Also write a self-contained HTML report (device facts, per-tensor table, chart).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a GGUF file into a .ninfer artifact: every tensor of a registered type keeps its
+    /// bytes (gguf_* blocks, F32/BF16/I32 words), bound under its GGUF name; the GGUF metadata
+    /// goes into the artifact's metadata.
+    Import {
+        input: PathBuf,
+        output: PathBuf,
+        /// Import the registered tensors and list the others, instead of refusing the file.
+        #[arg(long)]
+        skip_unsupported: bool,
+    },
+    /// Convert a checkpoint (.npy, safetensors, or a *.safetensors.index.json of shards) into a
+    /// .ninfer artifact: float matrices to --format, other float tensors to --vectors, integers
+    /// to int32 (range checked), overridable by --keep and --format-for; provenance recorded.
+    Quantize {
+        input: PathBuf,
+        output: PathBuf,
+        /// Target format: q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16,
+        /// fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16, bf16 or fp32.
+        #[arg(long)]
+        format: String,
+        /// Conversion method (default: grouped_absmax for grouped formats, fp8_row_maxabs for
+        /// fp8 rows; bf16 and fp32 take none).
+        #[arg(long, value_parser = method_parser())]
+        method: Option<Method>,
+        /// Keep tensors whose name matches this glob in a direct format (repeatable).
+        #[arg(long, value_name = "PATTERN")]
+        keep: Vec<String>,
+        /// Give tensors whose name matches PATTERN this format (repeatable; first match wins).
+        #[arg(long, value_name = "PATTERN=FORMAT")]
+        format_for: Vec<String>,
+        /// The direct format of float tensors that are not matrices (or are kept): fp32 (exact
+        /// from f32, f16 and bf16) or bf16 (default: --format when that is fp32 or bf16, else
+        /// fp32).
+        #[arg(long)]
+        vectors: Option<String>,
+    },
+}
+
+/// How every GPU command picks and limits its device.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct GpuArgs {
+    /// Backend (vulkan, gl, metal, dx12), a substring of the adapter's name (llvmpipe, …), or
+    /// `backend/name` (default: NINFER_WGPU_ADAPTER, else the most capable adapter).
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Lower the device's max_buffer_size to BYTES (a browser's 256 MiB, say); tensors and
+    /// outputs larger than one buffer are split. Refused above the adapter's own limit.
+    #[arg(long, value_name = "BYTES")]
+    max_buffer_size: Option<u64>,
+    /// Lower the device's max_storage_buffer_binding_size to BYTES (kernels then run in
+    /// windowed passes). Refused above the adapter's own limit.
+    #[arg(long, value_name = "BYTES")]
+    max_binding: Option<u64>,
+    /// The most device memory one tensor's buffers may take; larger tensors are refused before
+    /// anything is allocated (wgpu reports no memory budget of its own).
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<u64>,
+}
+
+impl GpuArgs {
+    pub fn options(&self) -> GpuOptions {
+        GpuOptions {
+            adapter: self.adapter.clone(),
+            max_buffer_size: self.max_buffer_size,
+            max_binding: self.max_binding,
+            max_memory: self.max_memory,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::parse(s)
+        .ok_or_else(|| format!("unknown profile `{s}`; valid: {}", Profile::ALL.map(|p| p.name()).join(", ")))
+}
+
+pub fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::ALL
+        .into_iter()
+        .find(|v| v.name() == s)
+        .ok_or_else(|| format!("unknown variant `{s}`; valid: {}", Variant::ALL.map(|v| v.name()).join(", ")))
+}
+
+/// `--method`'s values are the library's method names (listed in `--help`).
+pub fn method_parser() -> impl clap::builder::TypedValueParser<Value = Method> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Method::ALL.map(Method::name)).try_map(|s| s.parse::<Method>())
+}
