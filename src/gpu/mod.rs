@@ -148,6 +148,33 @@ pub struct Gpu {
 /// again as vec4<u32>.
 const STORAGE_BINDINGS: u32 = 6;
 
+/// An engine's own device and queue, with the adapter and instance they came from (the
+/// platform facts: the adapter's identity, the instance's WGSL language features).
+pub struct SharedDevice<'a> {
+    pub instance: &'a wgpu::Instance,
+    pub adapter: &'a wgpu::Adapter,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+}
+
+/// What every kernel needs of a device's limits, refused naming the device otherwise.
+fn check_device_limits(limits: &wgpu::Limits, summary: &str) -> Result<()> {
+    if limits.max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
+        return Err(Error::Unsupported(format!(
+            "{summary} offers {} storage buffers per shader stage; the kernels bind {STORAGE_BINDINGS}",
+            limits.max_storage_buffers_per_shader_stage
+        )));
+    }
+    if limits.max_compute_invocations_per_workgroup < kernels::MATMUL_WG {
+        return Err(Error::Unsupported(format!(
+            "{summary} allows {} invocations per workgroup; matmul uses {}",
+            limits.max_compute_invocations_per_workgroup,
+            kernels::MATMUL_WG
+        )));
+    }
+    Ok(())
+}
+
 impl Gpu {
     /// Opens the adapter chosen by `options.adapter`, else by `NINFER_WGPU_ADAPTER`, else the
     /// most preferred one, with the adapter's own limits and the optional features we use.
@@ -177,21 +204,7 @@ impl Gpu {
     async fn from_adapter(entry: &AdapterEntry, options: &GpuOptions) -> Result<Gpu> {
         let adapter = &entry.adapter;
         let mut limits = adapter.limits();
-        if limits.max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
-            return Err(Error::Unsupported(format!(
-                "{} offers {} storage buffers per shader stage; the kernels bind {STORAGE_BINDINGS}",
-                entry.platform.summary(),
-                limits.max_storage_buffers_per_shader_stage
-            )));
-        }
-        if limits.max_compute_invocations_per_workgroup < kernels::MATMUL_WG {
-            return Err(Error::Unsupported(format!(
-                "{} allows {} invocations per workgroup; matmul uses {}",
-                entry.platform.summary(),
-                limits.max_compute_invocations_per_workgroup,
-                kernels::MATMUL_WG
-            )));
-        }
+        check_device_limits(&limits, &entry.platform.summary())?;
         // Caps lower a limit (to test a browser's limits natively); raising one is refused, as
         // the device would not honour it.
         let above = |what: &str, cap: u64, own: u64| {
@@ -226,6 +239,7 @@ impl Gpu {
             })
             .await
             .map_err(|e| Error::Gpu(format!("requesting a device from {}: {e}", entry.platform.summary())))?;
+        // Our own device: its loss is ours to notice.
         let lost = Arc::new(AtomicBool::new(false));
         let flag = lost.clone();
         device.set_device_lost_callback(move |_, _| flag.store(true, Ordering::SeqCst));
@@ -234,6 +248,59 @@ impl Gpu {
         platform.features = entry.platform.features.clone();
         // WGSL language features belong to the instance, found at enumeration.
         platform.has_packed_dot = entry.platform.has_packed_dot;
+        Gpu::on(device, queue, platform, lost, options).await
+    }
+
+    /// Runs on a device an engine opened (the one it renders or computes with) instead of
+    /// opening one: the platform facts are the device's own features and limits, probed as
+    /// [`Gpu::open`] probes them; `options` may lower the limits the planner uses (refused above
+    /// the device's) and set `max_memory`, and its adapter selector is ignored. The engine keeps
+    /// its device-lost callback: wgpu holds one per device, and the library installs none on a
+    /// device it did not create, so a lost device shows as the errors of the calls that touch it.
+    pub async fn from_device(shared: SharedDevice<'_>, options: &GpuOptions) -> Result<Gpu> {
+        let SharedDevice { instance, adapter, device, queue } = shared;
+        let language = instance.wgsl_language_features();
+        let mut platform =
+            Platform::from_adapter(&adapter.get_info(), device.features(), &device.limits(), language.clone());
+        // As `open` reports it: the features the adapter offers, by name.
+        platform.features =
+            Platform::from_adapter(&adapter.get_info(), adapter.features(), &adapter.limits(), language).features;
+        let summary = platform.summary();
+        check_device_limits(&device.limits(), &summary)?;
+        // The planner's limits: the device's, lowered where the caller asks.
+        let own = device.limits();
+        let above = |what: &str, cap: u64, own: u64| {
+            Error::Unsupported(format!("{what} {cap} is above the shared device's own {own} ({summary})"))
+        };
+        let mut limits = platform.limits.clone();
+        if let Some(cap) = options.max_binding {
+            if cap > own.max_storage_buffer_binding_size {
+                return Err(above("max_binding", cap, own.max_storage_buffer_binding_size));
+            }
+            limits.max_storage_buffer_binding_size = cap.max(4);
+        }
+        if let Some(cap) = options.max_buffer_size {
+            if cap > own.max_buffer_size {
+                return Err(above("max_buffer_size", cap, own.max_buffer_size));
+            }
+            limits.max_buffer_size = cap.max(4);
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        }
+        if let Some(cap) = options.max_workgroups_per_dimension {
+            limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));
+        }
+        platform.limits = limits;
+        Gpu::on(device, queue, platform, Arc::new(AtomicBool::new(false)), options).await
+    }
+
+    /// The host over an open device: bind group layout, caches, then the probes.
+    async fn on(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        platform: Platform,
+        lost: Arc<AtomicBool>,
+        options: &GpuOptions,
+    ) -> Result<Gpu> {
         let layout = dispatch::bind_group_layout(&device);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("ninfer-wgpu kernels"),
