@@ -211,11 +211,23 @@ impl<'a> Stacked<'a> {
     }
 
     /// Copies piece `piece`'s product (`columns` columns of its rows, back to back) into `y`,
-    /// `columns` columns of all N rows.
-    pub fn place_columns<T: Copy>(&self, piece: usize, part: &[T], columns: usize, y: &mut [T]) {
-        let (first, rows) = (self.first_rows()[piece], self.pieces[piece].shape()[0]);
+    /// `columns` columns of all N rows; lengths that do not match are an error naming them.
+    pub fn place_columns<T: Copy>(&self, piece: usize, part: &[T], columns: usize, y: &mut [T]) -> Result<()> {
+        let (Some(&first), Some(t)) = (self.first_rows().get(piece), self.pieces.get(piece)) else {
+            return Err(Error::Unsupported(format!("piece {piece} of {}", self.pieces.len())));
+        };
+        let rows = t.shape()[0];
+        if part.len() != columns * rows || y.len() != columns * self.n {
+            return Err(Error::Unsupported(format!(
+                "placing {} values of {columns} column(s) of {rows} rows into {} values of {columns} column(s) of {} rows",
+                part.len(),
+                y.len(),
+                self.n
+            )));
+        }
         for j in 0..columns {
             y[j * self.n + first..j * self.n + first + rows].copy_from_slice(&part[j * rows..(j + 1) * rows]);
         }
+        Ok(())
     }
 }

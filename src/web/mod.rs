@@ -223,7 +223,7 @@ impl NinferGpu {
             for (i, t) in stacked.pieces.iter().enumerate() {
                 let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
                 let part = gpu.matmul_in(&uploaded, &x, columns, profile).await.map_err(reject)?;
-                stacked.place_columns(i, &part, columns, &mut y);
+                stacked.place_columns(i, &part, columns, &mut y).map_err(reject)?;
             }
             Ok(Float32Array::from(&y[..]).into())
         })

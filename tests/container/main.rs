@@ -9,3 +9,4 @@ mod first_use;
 mod roundtrip;
 mod rules;
 mod sources;
+mod stacked;

@@ -205,7 +205,7 @@ pub fn matvec(
             None => oracle::matmul(t, &xs, columns)?.y.iter().map(|&v| v as f32).collect(),
             Some(gpu) => block_on(gpu.matmul_in(&upload(gpu, t, tensor)?, &xs, columns, profile))?,
         };
-        stacked.place_columns(i, &part, columns, &mut y);
+        stacked.place_columns(i, &part, columns, &mut y)?;
     }
     let to = write_output(output, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
     eprintln!("{tensor}: {columns} column(s) of {n} outputs to {to}");
