@@ -85,13 +85,34 @@ fn every_kernel_validates_and_translates_to_every_backend_language() {
 }
 
 #[test]
-fn the_a8_activation_kernel_validates_and_translates() {
-    let source = ninfer_wgpu::gpu::kernels::quantize_q8_1_source();
-    let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
-    let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&source)));
-    spv::write_vec(&module, &info, &spv::Options::default(), None).expect("SPIR-V");
+fn every_activation_kernel_validates_and_translates() {
+    use ninfer_wgpu::gpu::kernels::{assemble_activation, ActivationOp};
+    for op in ActivationOp::ALL {
+        let source = assemble_activation(op);
+        let module = naga::front::wgsl::parse_str(&source)
+            .unwrap_or_else(|e| panic!("{}: {}", op.name(), e.emit_to_string(&source)));
+        let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", op.name(), e.emit_to_string(&source)));
+        assert!(
+            module.entry_points.iter().any(|e| e.name == op.entry_point()),
+            "{}: no entry point {}",
+            op.name(),
+            op.entry_point()
+        );
+        spv::write_vec(&module, &info, &spv::Options::default(), None).expect("SPIR-V");
+        let entry = op.entry_point().to_string();
+        let msl_pipeline = msl::PipelineOptions {
+            entry_point: Some((naga::ShaderStage::Compute, entry.clone())),
+            ..Default::default()
+        };
+        let msl_options = msl::Options { lang_version: (2, 4), ..Default::default() };
+        msl::write_string(&module, &info, &msl_options, &msl_pipeline).expect("MSL");
+        let hlsl_options = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
+        let hlsl_pipeline = hlsl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry)) };
+        let mut hlsl_out = String::new();
+        hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline).write(&module, &info, None).expect("HLSL");
+    }
 }
 
 #[test]

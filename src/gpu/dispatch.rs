@@ -92,7 +92,7 @@ impl Prepared {
     ) -> Result<Prepared> {
         let pipeline = gpu.pipeline(key).await?;
         let quantize_pipeline = match plan.quantize {
-            Some(_) => Some(gpu.quantize_pipeline().await?),
+            Some(_) => Some(gpu.activation_pipeline(kernels::ActivationOp::QuantizeQ8_1).await?),
             None => None,
         };
         let grid = gpu.grid_buffer(key.format).await?;

@@ -136,8 +136,8 @@ pub struct Gpu {
     layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
     pipelines: Mutex<HashMap<KernelKey, wgpu::ComputePipeline>>,
-    /// The A8 activation kernel, built on first use.
-    quantize_q8_1: Mutex<Option<wgpu::ComputePipeline>>,
+    /// The activation kernels (the A8 quantize pass), each built on first use.
+    activation: Mutex<HashMap<kernels::ActivationOp, wgpu::ComputePipeline>>,
     grids: Mutex<HashMap<crate::Format, wgpu::Buffer>>,
     lost: Arc<AtomicBool>,
     max_memory: Option<u64>,
@@ -314,7 +314,7 @@ impl Gpu {
             layout,
             pipeline_layout,
             pipelines: Mutex::new(HashMap::new()),
-            quantize_q8_1: Mutex::new(None),
+            activation: Mutex::new(HashMap::new()),
             grids: Mutex::new(HashMap::new()),
             lost,
             max_memory: options.max_memory,
@@ -392,14 +392,14 @@ impl Gpu {
         Ok(pipeline)
     }
 
-    /// The A8 activation kernel (`shaders/ops/quantize_q8_1.wgsl`), built once per device.
-    async fn quantize_pipeline(&self) -> Result<wgpu::ComputePipeline> {
+    /// An activation kernel, built once per device.
+    async fn activation_pipeline(&self, op: kernels::ActivationOp) -> Result<wgpu::ComputePipeline> {
         let poisoned = || Error::Gpu("pipeline cache poisoned by an earlier panic".into());
-        if let Some(p) = self.quantize_q8_1.lock().map_err(|_| poisoned())?.as_ref() {
+        if let Some(p) = self.activation.lock().map_err(|_| poisoned())?.get(&op) {
             return Ok(p.clone());
         }
-        let pipeline = self.compile("quantize_q8_1", kernels::quantize_q8_1_source(), "quantize_q8_1").await?;
-        *self.quantize_q8_1.lock().map_err(|_| poisoned())? = Some(pipeline.clone());
+        let pipeline = self.compile(op.name(), kernels::assemble_activation(op), op.entry_point()).await?;
+        self.activation.lock().map_err(|_| poisoned())?.insert(op, pipeline.clone());
         Ok(pipeline)
     }
 

@@ -215,9 +215,12 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     Ok(s)
 }
 
-/// The A8 activation kernel (`shaders/ops/quantize_q8_1.wgsl`): format-independent, one per device.
-pub fn quantize_q8_1_source() -> String {
-    format!("// quantize_q8_1\n{}\n{COMMON}\n{OP_QUANTIZE_Q8_1}", super::params::wgsl())
+/// The complete WGSL module of an activation kernel: Params, `common.wgsl` and its op file.
+pub fn assemble_activation(op: ActivationOp) -> String {
+    let source = match op {
+        ActivationOp::QuantizeQ8_1 => OP_QUANTIZE_Q8_1,
+    };
+    format!("// {}\n{}\n{COMMON}\n{source}", op.name(), super::params::wgsl())
 }
 
 /// A module as the device's compiler takes it. In a browser, wgpu's WebGPU backend hands WGSL

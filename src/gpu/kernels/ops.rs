@@ -230,3 +230,29 @@ impl KernelKey {
         }
     }
 }
+
+/// A kernel over activations rather than weights: not keyed by a weight format, one pipeline per
+/// device. Today the A8 profile's q8_1 quantize pass; an engine's norms, RoPE and attention are
+/// the next rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ActivationOp {
+    /// f32 activation columns to ggml's q8_1 blocks (`shaders/ops/quantize_q8_1.wgsl`).
+    QuantizeQ8_1,
+}
+
+impl ActivationOp {
+    pub const ALL: [ActivationOp; 1] = [ActivationOp::QuantizeQ8_1];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ActivationOp::QuantizeQ8_1 => "quantize_q8_1",
+        }
+    }
+
+    /// The WGSL entry point of its module.
+    pub fn entry_point(self) -> &'static str {
+        match self {
+            ActivationOp::QuantizeQ8_1 => "quantize_q8_1",
+        }
+    }
+}
