@@ -456,7 +456,9 @@ impl GgufFile {
                 describe(ggml_type, &dims).map_err(|e| context(e, format!("tensor `{}`", clip(&name))))?;
             tensors.push(TensorInfo { name, dims: Dims::new(&dims), ggml_type, offset, bytes, kind });
         }
-        let mut index: Vec<u32> = (0..tensors.len() as u32).collect();
+        let count = u32::try_from(tensors.len())
+            .map_err(|_| malformed("tensor counts fit 32 bits", format!("{} tensors", tensors.len())))?;
+        let mut index: Vec<u32> = (0..count).collect();
         index.sort_unstable_by(|&a, &b| tensors[a as usize].name.cmp(&tensors[b as usize].name));
         if let Some(w) = index.windows(2).find(|w| tensors[w[0] as usize].name == tensors[w[1] as usize].name) {
             let name = &tensors[w[0] as usize].name;
