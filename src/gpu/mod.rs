@@ -35,6 +35,10 @@ use std::sync::{Arc, Mutex};
 /// The environment variable that selects an adapter when `--adapter` is not given.
 pub const ADAPTER_ENV: &str = "NINFER_WGPU_ADAPTER";
 
+/// The most activation columns one host-slice product takes (4096 is a long prompt's worth; the
+/// limit keeps a mistyped count from allocating without bound).
+pub const MAX_HOST_COLUMNS: usize = 1 << 16;
+
 /// Word written to every output before a kernel runs: a NaN that no kernel produces, so an
 /// element the kernel never wrote cannot pass as a value.
 pub const POISON: u32 = 0x7FC0_DEAD;
@@ -319,15 +323,47 @@ impl Gpu {
         op: Op,
         variant: Variant,
     ) -> Result<Vec<f32>> {
-        let request = match op {
-            Op::MatmulA8 => Request::MatmulA8 { columns },
-            Op::Matmul => Request::Matmul { columns },
-            Op::Dequant | Op::Gather => {
-                return Err(Error::Unsupported(format!("{} is not a product", op.name())));
-            }
+        let request = |columns| match op {
+            Op::MatmulA8 => Ok(Request::MatmulA8 { columns }),
+            Op::Matmul => Ok(Request::Matmul { columns }),
+            Op::Dequant | Op::Gather => Err(Error::Unsupported(format!("{} is not a product", op.name()))),
         };
-        let prepared = self.prepare(tensor, request, variant, xs).await?;
-        Ok(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits).collect())
+        if columns == 0 {
+            return Err(Error::Unsupported("matmul takes at least one activation column, got 0".into()));
+        }
+        if columns <= MAX_COLUMNS {
+            let prepared = self.prepare(tensor, request(columns)?, variant, xs).await?;
+            return Ok(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits).collect());
+        }
+        // More columns than one kernel holds: the kernel runs once per group of MAX_COLUMNS,
+        // and the groups' column-major outputs follow one another. Each group decodes every
+        // weight again; a tiled kernel that does not is the engine API's (issue 35).
+        request(columns)?;
+        let (n, k) = match tensor.desc().shape[..] {
+            [n, k] => (n, k),
+            ref s => return Err(Error::Unsupported(format!("matmul needs a rank-2 [N, K] tensor, got shape {s:?}"))),
+        };
+        if columns > MAX_HOST_COLUMNS {
+            return Err(Error::Unsupported(format!(
+                "matmul takes at most {MAX_HOST_COLUMNS} activation columns per call, got {columns}"
+            )));
+        }
+        if k.checked_mul(columns) != Some(xs.len()) {
+            return Err(Error::Shape {
+                layout: tensor.desc().layout.name(),
+                rule: "x holds J columns of K values",
+                detail: format!("J = {columns}, K = {k}: expected {} values, got {}", k * columns, xs.len()),
+            });
+        }
+        let mut y = Vec::new();
+        y.try_reserve_exact(n.saturating_mul(columns)).map_err(|_| {
+            Error::Unsupported(format!("{columns} columns of {n} outputs are more than this machine can allocate"))
+        })?;
+        for group in xs.chunks((k * MAX_COLUMNS).max(1)) {
+            let prepared = self.prepare(tensor, request(group.len() / k.max(1))?, variant, group).await?;
+            y.extend(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits));
+        }
+        Ok(y)
     }
 
     /// The exact words of `rows` (request order, repeats allowed): what dequant gives for them.

@@ -9,7 +9,7 @@
 use crate::conformance::{self, Report, TensorOutcome, Tier, VerifyReport};
 use crate::error::Error;
 use crate::format::{Category, Format};
-use crate::gpu::{capability, Gpu, GpuOptions, Profile, MAX_COLUMNS};
+use crate::gpu::{capability, Gpu, GpuOptions, Profile, MAX_HOST_COLUMNS};
 use crate::model::Model;
 use crate::testgen::Rng;
 use js_sys::{Float32Array, Int32Array, Promise, Uint8Array};
@@ -215,8 +215,8 @@ impl NinferGpu {
             // A binding's parts are row blocks: each gives its rows of every column.
             let stacked = model.stacked(&tensor, "matvec").map_err(reject)?;
             // Checked before the output is allocated; each piece's product checks x again.
-            if columns == 0 || columns > MAX_COLUMNS {
-                let e = format!("matmul takes 1..={MAX_COLUMNS} activation columns, got {columns}");
+            if columns == 0 || columns > MAX_HOST_COLUMNS {
+                let e = format!("matmul takes 1..={MAX_HOST_COLUMNS} activation columns, got {columns}");
                 return Err(reject(Error::Unsupported(e)));
             }
             let mut y: Vec<f32> = zeroed(stacked.n.saturating_mul(columns))?;

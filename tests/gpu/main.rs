@@ -321,11 +321,18 @@ fn unsupported_combinations_are_errors_not_panics() {
         }
         other => panic!("three columns from two: {other:?}"),
     }
-    for columns in [0, 9] {
-        match block_on(gpu.matmul(&up, &vec![0.0; 64 * columns], columns)) {
-            Err(Error::Unsupported(m)) => assert!(m.contains("1..=8"), "{m}"),
-            other => panic!("J = {columns}: {other:?}"),
-        }
+    match block_on(gpu.matmul(&up, &[], 0)) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("at least one"), "{m}"),
+        other => panic!("J = 0: {other:?}"),
+    }
+    let over = ninfer_wgpu::gpu::MAX_HOST_COLUMNS + 1;
+    match block_on(gpu.matmul(&up, &[], over)) {
+        Err(Error::Unsupported(m)) => assert!(m.contains(&over.to_string()), "{m}"),
+        other => panic!("J = {over}: {other:?}"),
+    }
+    match block_on(gpu.matmul(&up, &[0.0; 64 * 9 - 1], 9)) {
+        Err(Error::Shape { detail, .. }) => assert!(detail.contains("J = 9") && detail.contains("576"), "{detail}"),
+        other => panic!("nine columns short by one value: {other:?}"),
     }
     match block_on(gpu.gather(&up, &[0, 2])) {
         Err(Error::Shape { detail, .. }) => {
@@ -559,4 +566,33 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("18446744073709551615") && err.contains("own"), "{err}");
+}
+
+/// More columns than one kernel holds run in groups of eight and meet the oracle like any
+/// product: J = 9 (a group and one column) and 20, A32 and A8, on the first adapter.
+#[test]
+fn products_over_eight_columns_run_in_groups_and_meet_the_oracle() {
+    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
+    let seed = testgen::test_seed("products over eight columns").expect("seed");
+    let mut rng = Rng::new(seed);
+    for (format, shape) in
+        [(Format::GgufQ4K, vec![70, 512]), (Format::Q4G64Fp16, vec![33, 200]), (Format::Bf16, vec![9, 40])]
+    {
+        let words = random_words(format, &shape, 1, &mut rng, Words::Finite).unwrap();
+        let t = EncodedTensor::encode(&words, format.layout()).unwrap();
+        for columns in [9, 20] {
+            let xs = random_activation(shape[1] * columns, &mut rng);
+            for op in [Op::Matmul, Op::MatmulA8] {
+                let variant = ninfer_wgpu::gpu::capability::best_variant(format, op, gpu.platform());
+                let status =
+                    ninfer_wgpu::gpu::capability::status(format, t.layout(), op, variant, Some(gpu.platform()));
+                if status != ninfer_wgpu::gpu::capability::Status::Supported {
+                    continue;
+                }
+                let r = block_on(conformance::check_product(&gpu, &t, &xs, columns, op, variant)).unwrap();
+                assert_eq!(r.columns, columns);
+                assert_ne!(r.verdict, Verdict::Fail, "seed {seed}: {format} {} J = {columns}: {}", op.name(), r.detail);
+            }
+        }
+    }
 }

@@ -129,7 +129,7 @@ pub enum Command {
         tensor: String,
         #[arg(long)]
         x: PathBuf,
-        /// Activation columns J in X (1..=8).
+        /// Activation columns J in X (1..=65536; past 8 the kernel runs once per 8 columns).
         #[arg(long, default_value_t = 1)]
         columns: usize,
         #[arg(long, value_enum, default_value = "cpu")]

@@ -175,10 +175,10 @@ pub fn matvec(
     let stacked = opened.stacked(tensor, "matvec")?;
     let (n, k) = (stacked.n, stacked.k);
     let pieces = validated(&stacked.pieces)?;
-    if columns == 0 || columns > ninfer_wgpu::gpu::MAX_COLUMNS {
+    if columns == 0 || columns > ninfer_wgpu::gpu::MAX_HOST_COLUMNS {
         return Err(Error::Unsupported(format!(
             "--columns takes 1..={}, got {columns}",
-            ninfer_wgpu::gpu::MAX_COLUMNS
+            ninfer_wgpu::gpu::MAX_HOST_COLUMNS
         )));
     }
     // K and J are known, so X is never read past its 4·K·J bytes.
