@@ -113,6 +113,40 @@ pub struct SharedDevice<'a> {
     pub queue: wgpu::Queue,
 }
 
+/// The limits a caller may lower: binding size, buffer size, workgroups per dimension.
+struct Caps {
+    binding: u64,
+    buffer: u64,
+    workgroups: u32,
+}
+
+impl Caps {
+    /// These limits lowered as `options` asks; a cap above the device's own is refused, since
+    /// the device would not honour it. A binding never exceeds its buffer.
+    fn lowered(&self, options: &GpuOptions, summary: &str) -> Result<Caps> {
+        let above =
+            |what: &str, cap: u64, own: u64| Error::Unsupported(format!("{what} {cap} is above {summary}'s own {own}"));
+        let mut out = Caps { binding: self.binding, buffer: self.buffer, workgroups: self.workgroups };
+        if let Some(cap) = options.max_binding {
+            if cap > self.binding {
+                return Err(above("max_binding", cap, self.binding));
+            }
+            out.binding = cap.max(4);
+        }
+        if let Some(cap) = options.max_buffer_size {
+            if cap > self.buffer {
+                return Err(above("max_buffer_size", cap, self.buffer));
+            }
+            out.buffer = cap.max(4);
+            out.binding = out.binding.min(out.buffer);
+        }
+        if let Some(cap) = options.max_workgroups_per_dimension {
+            out.workgroups = out.workgroups.min(cap.max(1));
+        }
+        Ok(out)
+    }
+}
+
 /// What every kernel needs of a device's limits, refused naming the device otherwise.
 fn check_device_limits(limits: &wgpu::Limits, summary: &str) -> Result<()> {
     if limits.max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
@@ -163,26 +197,15 @@ impl Gpu {
         check_device_limits(&limits, &entry.platform.summary())?;
         // Caps lower a limit (to test a browser's limits natively); raising one is refused, as
         // the device would not honour it.
-        let above = |what: &str, cap: u64, own: u64| {
-            Error::Unsupported(format!("{what} {cap} is above {}'s own {own}", entry.platform.summary()))
+        let own = Caps {
+            binding: limits.max_storage_buffer_binding_size,
+            buffer: limits.max_buffer_size,
+            workgroups: limits.max_compute_workgroups_per_dimension,
         };
-        if let Some(cap) = options.max_binding {
-            if cap > limits.max_storage_buffer_binding_size {
-                return Err(above("max_binding", cap, limits.max_storage_buffer_binding_size));
-            }
-            limits.max_storage_buffer_binding_size = cap.max(4);
-        }
-        if let Some(cap) = options.max_buffer_size {
-            if cap > limits.max_buffer_size {
-                return Err(above("max_buffer_size", cap, limits.max_buffer_size));
-            }
-            limits.max_buffer_size = cap.max(4);
-            // A binding never exceeds its buffer.
-            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        }
-        if let Some(cap) = options.max_workgroups_per_dimension {
-            limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));
-        }
+        let caps = own.lowered(options, &entry.platform.summary())?;
+        limits.max_storage_buffer_binding_size = caps.binding;
+        limits.max_buffer_size = caps.buffer;
+        limits.max_compute_workgroups_per_dimension = caps.workgroups;
         let features = adapter.features() & (wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -225,26 +248,16 @@ impl Gpu {
         check_device_limits(&device.limits(), &summary)?;
         // The planner's limits: the device's, lowered where the caller asks.
         let own = device.limits();
-        let above = |what: &str, cap: u64, own: u64| {
-            Error::Unsupported(format!("{what} {cap} is above the shared device's own {own} ({summary})"))
+        let own = Caps {
+            binding: own.max_storage_buffer_binding_size,
+            buffer: own.max_buffer_size,
+            workgroups: own.max_compute_workgroups_per_dimension,
         };
+        let caps = own.lowered(options, &summary)?;
         let mut limits = platform.limits.clone();
-        if let Some(cap) = options.max_binding {
-            if cap > own.max_storage_buffer_binding_size {
-                return Err(above("max_binding", cap, own.max_storage_buffer_binding_size));
-            }
-            limits.max_storage_buffer_binding_size = cap.max(4);
-        }
-        if let Some(cap) = options.max_buffer_size {
-            if cap > own.max_buffer_size {
-                return Err(above("max_buffer_size", cap, own.max_buffer_size));
-            }
-            limits.max_buffer_size = cap.max(4);
-            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        }
-        if let Some(cap) = options.max_workgroups_per_dimension {
-            limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));
-        }
+        limits.max_storage_buffer_binding_size = caps.binding;
+        limits.max_buffer_size = caps.buffer;
+        limits.max_compute_workgroups_per_dimension = caps.workgroups;
         platform.limits = limits;
         Gpu::on(device, queue, platform, Arc::new(AtomicBool::new(false)), options).await
     }
