@@ -120,6 +120,21 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
     out
 }
 
+/// Whether `path`, with its `..` steps applied, lies inside the repository.
+fn inside_repository(path: &Path) -> bool {
+    let mut parts: Vec<std::path::Component> = Vec::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => parts.push(other),
+        }
+    }
+    parts.iter().collect::<PathBuf>().starts_with(root())
+}
+
 /// Section references: `file.md#slug` tokens, resolved from the root or, for a Markdown link in
 /// a document, from the document's folder; `](#slug)` within the same document.
 fn section_refs(path: &Path, text: &str) -> Vec<(PathBuf, String)> {
@@ -132,7 +147,11 @@ fn section_refs(path: &Path, text: &str) -> Vec<(PathBuf, String)> {
         let linked = text[..start].ends_with("](");
         let relative = (!file.contains('/') && !file.starts_with("README")) || file.starts_with("../");
         let target = if linked && relative { path.parent().unwrap().join(file) } else { root().join(file) };
-        out.push((target, rest[..end].to_string()));
+        // Sections of files outside the repository (`../shared/spec/…`) are not this test's:
+        // a checkout need not have them beside it.
+        if inside_repository(&target) {
+            out.push((target, rest[..end].to_string()));
+        }
     }
     for (at, _) in text.match_indices("](#") {
         let rest = &text[at + 3..];
@@ -184,4 +203,7 @@ fn the_checks_find_what_they_look_for() {
     assert_eq!(section_refs(Path::new("x"), text), [(root().join("docs/judging.md"), "a8-profile".to_string())]);
     assert_eq!(slug(" Why some cells stay under 2x, counted"), "why-some-cells-stay-under-2x-counted");
     assert!(tokens("../shared/tools/fetch-gemma.sh", ROOTS).is_empty(), "paths outside the repository");
+    assert!(section_refs(Path::new("x"), "../shared/spec/criteria.md#a8").is_empty(), "sections outside it");
+    let inside = section_refs(&root().join("docs/cli.md"), "[j](../README.md#formats)");
+    assert_eq!(inside, [(root().join("docs/../README.md"), "formats".to_string())]);
 }
