@@ -2,8 +2,9 @@
 // f32 activation, f32 accumulation. `lane_sums` is what shaders/ops/matmul.wgsl's entry points
 // call.
 //
-// X holds the columns back to back, each zero-padded to whole chunks: column j's chunk c is
-// X[j * P.x_stride + 8c ..][8].
+// X holds the columns P.x_stride vec4s apart from vec4 P.in_off on: column j's chunk c is
+// X[P.in_off + j * P.x_stride + 8c ..][8]. Values at or past K in the last chunk are not the
+// column's (the next column's, or past an engine's slice) and are read as zero.
 
 @group(0) @binding(4) var<storage, read> X: array<vec4<f32>>;
 
@@ -28,10 +29,16 @@ fn chunk_dot(q: Chunk, f: vec4<f32>, x: Chunk) -> f32 {
 
 // Column j's activation chunk c.
 fn x_chunk(j: u32, c: u32) -> Chunk {
-    let at = j * P.x_stride + 8u * c;
+    let at = P.in_off + j * P.x_stride + 8u * c;
     var x: Chunk;
     for (var i = 0u; i < 8u; i++) {
         x[i] = X[at + i];
+    }
+    // Only a K that is not a multiple of 32 (grouped formats) has a partial last chunk.
+    if 32u * c + 32u > P.k {
+        for (var i = 0u; i < 8u; i++) {
+            x[i] = mask_past_k(x[i], 32u * c + 4u * i);
+        }
     }
     return x;
 }

@@ -11,7 +11,7 @@
 // `chunk_pair8(row, c) -> Pair8` for chunks c and c + 1 where A8_PAIRS (generated:
 // src/gpu/kernels/geometry.rs, a8_pairs) says the kernel goes a pair at a time.
 //
-// X holds, per column j and chunk c, three vec4<u32> from X[j * P.x_stride + 3c]: the 32 int8
+// X holds, per column j and chunk c, three vec4<u32> from X[P.in_off + j * P.x_stride + 3c]: the 32 int8
 // codes (values 0..15, then 16..31, four per word, lowest byte first), then (binary32 bits of
 // the binary16 scale d, Σ codes of values 0..15, Σ codes of values 16..31, 0).
 
@@ -84,9 +84,10 @@ fn lane_sums(row: u32, lane: u32) -> Sums {
         // time for the block's ROW_BLOCK rows.
         var acc: array<f32, ROW_BLOCK>;
         for (var c = walk.x; c < walk.y; c += MATMUL_RUN) {
-            let x0 = X[3u * c];
-            let x1 = X[3u * c + 1u];
-            let m = X[3u * c + 2u];
+            let at = P.in_off + 3u * c;
+            let x0 = X[at];
+            let x1 = X[at + 1u];
+            let m = X[at + 2u];
             for (var b = 0u; b < ROW_BLOCK; b++) {
                 var q: Codes;
                 var f = vec4<f32>(0.0);
@@ -114,7 +115,7 @@ fn lane_sums(row: u32, lane: u32) -> Sums {
         codes_or_zero(row + 2u, c, &q2, &f2);
         codes_or_zero(row + 3u, c, &q3, &f3);
         for (var j = 0u; j < column_count(); j++) {
-            let at = j * P.x_stride + 3u * c;
+            let at = P.in_off + j * P.x_stride + 3u * c;
             let x0 = X[at];
             let x1 = X[at + 1u];
             let m = X[at + 2u];
@@ -130,7 +131,7 @@ fn pair_sums(row: u32, lane: u32) -> Sums {
     if KERNEL_COLUMNS == 1u && MATVEC_ROW_AT_A_TIME {
         var acc: array<f32, ROW_BLOCK>;
         for (var c = 2u * walk.x; c < 2u * walk.y; c += 2u * MATMUL_RUN) {
-            let at = 3u * c;
+            let at = P.in_off + 3u * c;
             let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
             for (var b = 0u; b < ROW_BLOCK; b++) {
                 acc[b] += pair_dot(pair_or_zero(row + b, c), x);
@@ -152,7 +153,7 @@ fn pair_sums(row: u32, lane: u32) -> Sums {
             hi = quad_or_zero(row + 4u, c);
         }
         for (var j = 0u; j < column_count(); j++) {
-            let at = j * P.x_stride + 3u * c;
+            let at = P.in_off + j * P.x_stride + 3u * c;
             let x = XPair(X[at], X[at + 1u], X[at + 2u], X[at + 3u], X[at + 4u], X[at + 5u]);
             acc[j * ROW_QUARTERS] += quad_dot(lo, x);
             if ROW_QUARTERS == 2u {

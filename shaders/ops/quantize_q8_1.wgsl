@@ -4,8 +4,9 @@
 // invocation per (column, chunk) writes the layout shaders/ops/matmul_a8.wgsl reads, with the exact
 // integer sum of each half's codes (where ggml keeps the rounded s = d Σ codes).
 //
-// XF is the f32 activation, each column zero-padded to whole chunks (P.x_stride vec4 per
-// column); OUT receives 12 words per chunk, column j's chunk c at word 12 (j P.chunks + c).
+// XF is the f32 activation, columns P.x_stride vec4s apart from vec4 P.in_off on (values at or
+// past K are read as zero); OUT receives 12 words per chunk, column j's chunk c at word
+// 12 (j P.chunks + c).
 
 @group(0) @binding(4) var<storage, read> XF: array<vec4<f32>>;
 
@@ -52,11 +53,11 @@ fn quantize_q8_1(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     }
     let j = id / P.chunks;
     let c = id % P.chunks;
-    let at = j * P.x_stride + 8u * c;
+    let at = P.in_off + j * P.x_stride + 8u * c;
     var x: Chunk;
     var amax = 0.0;
     for (var i = 0u; i < 8u; i++) {
-        x[i] = XF[at + i];
+        x[i] = mask_past_k(XF[at + i], 32u * c + 4u * i);
         let a = abs(x[i]);
         amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
     }

@@ -13,11 +13,13 @@ use crate::gpu::{Op, Variant};
 use serde::{Deserialize, Serialize};
 
 mod criteria;
+mod engine;
 mod report;
 mod suite;
 mod verify;
 
 pub use criteria::{A32_REL_L2, A8_MAX_ABSOLUTE, A8_MAX_RELATIVE, A8_SQUARED_L2, L2_MIN_OUTPUTS};
+pub use engine::{check_bound_products, ENGINE_COLUMNS};
 pub use report::{compare, summarize, Difference, NotRun, Report, SummaryRow, TensorOutcome, VerifyReport};
 pub use suite::{
     check_dequant, check_gather, check_matmul, check_matvec, check_product, gather_rows, plan, run, run_case, shapes,
@@ -79,6 +81,10 @@ pub struct CaseResult {
     #[serde(skip, default)]
     pub max_parts: (f64, f64),
     pub detail: String,
+    /// A bound-op case: the column counts recorded in its one submission (`columns` is their
+    /// sum); empty for the host-slice cases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<usize>,
 }
 
 /// A failing result of a case that has not run yet, filled in by its judge.
@@ -97,5 +103,6 @@ fn blank(format: Format, op: Op, variant: Variant, shape: &[usize]) -> CaseResul
         l2_parts: (0.0, 0.0),
         max_parts: (0.0, 0.0),
         detail: String::new(),
+        records: Vec::new(),
     }
 }

@@ -406,7 +406,7 @@ mod tests {
     }
 
     fn planned(format: Format, op: Op) -> PlannedCase {
-        PlannedCase { format, op, variant: Variant::Workgroup, shape: vec![2, 3], columns: 1 }
+        PlannedCase { format, op, variant: Variant::Workgroup, shape: vec![2, 3], columns: 1, records: Vec::new() }
     }
 
     /// A report whose plan is exactly its results.

@@ -2,6 +2,7 @@
 //! uploaded and run on the GPU, and its judging by [`super::criteria`].
 
 use super::criteria::{judge_a8, judge_l2_together, judge_matmul, judge_words, rel_l2, MatmulCase};
+use super::engine::ENGINE_COLUMNS;
 use super::{blank, CaseResult, Tier, COLUMNS, MIN_NORMAL};
 use crate::error::Result;
 use crate::format::{Format, Geometry};
@@ -134,28 +135,39 @@ pub async fn check_product(
     variant: Variant,
 ) -> Result<CaseResult> {
     let uploaded = gpu.upload(&tensor.validate()?).await?;
-    matmul_on(gpu, tensor, &uploaded, xs, columns, op, variant).await
+    matmul_on(gpu, tensor, &uploaded, &Product { xs, columns, op, variant }).await
+}
+
+/// A product case: `columns` activation columns `xs`, the op (its profile) and variant.
+pub(super) struct Product<'a> {
+    pub xs: &'a [f32],
+    pub columns: usize,
+    pub op: Op,
+    pub variant: Variant,
 }
 
 pub(super) async fn matmul_on(
     gpu: &Gpu,
     tensor: &EncodedTensor<'_>,
     uploaded: &GpuTensor,
-    xs: &[f32],
-    columns: usize,
-    op: Op,
-    variant: Variant,
+    p: &Product<'_>,
 ) -> Result<CaseResult> {
+    let got = gpu.product(uploaded, p.xs, p.columns, p.op, p.variant).await?;
+    judge_product(gpu, tensor, p, &got)
+}
+
+/// Judges `got`, the product `p`, against the oracle by its profile's criterion.
+pub(super) fn judge_product(gpu: &Gpu, tensor: &EncodedTensor<'_>, p: &Product<'_>, got: &[f32]) -> Result<CaseResult> {
+    let Product { xs, columns, op, variant } = *p;
     let format = tensor.format();
     let mut result = blank(format, op, variant, tensor.shape());
     result.columns = columns;
     let reference = oracle::matmul(tensor, xs, columns)?;
-    let got = gpu.product(uploaded, xs, columns, op, variant).await?;
     if op == Op::MatmulA8 {
         result.criterion = "A8 (q8_1)".into();
         let model = oracle::matmul_a8_model(tensor, xs, columns)?;
         let k = *tensor.shape().last().unwrap_or(&1);
-        let j = judge_a8(&reference, &model, k, &got);
+        let j = judge_a8(&reference, &model, k, got);
         (result.verdict, result.of_bound, result.l2_parts, result.max_parts, result.detail) =
             (j.verdict, j.of_bound, j.l2_parts, j.max_parts, j.detail);
         result.max_error = result.of_bound;
@@ -173,7 +185,7 @@ pub(super) async fn matmul_on(
         touches_subnormals: subnormal_outputs(tensor, xs, &reference)?,
         flushes: probe,
     };
-    (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matmul(&case, &got);
+    (result.verdict, result.max_error, result.l2_parts, result.detail) = judge_matmul(&case, got);
     result.of_bound = result.max_error;
     result.rel_l2 = rel_l2(result.l2_parts);
     Ok(result)
@@ -224,6 +236,21 @@ pub async fn run_case(
     }
 }
 
+/// A bound-op case on fresh random words (see [`super::engine`]).
+pub async fn run_bound_case(
+    gpu: &Gpu,
+    format: Format,
+    op: Op,
+    variant: Variant,
+    shape: &[usize],
+    records: &[usize],
+    rng: &mut Rng,
+) -> Result<CaseResult> {
+    let logical = random_words(format, shape, divisors(format, shape), rng, Words::Finite)?;
+    let tensor = EncodedTensor::encode(&logical, format.layout())?;
+    super::engine::check_bound_products(gpu, &tensor, op, variant, records, rng).await
+}
+
 /// One case of a conformance run: a (format, op, variant), a shape, and matmul's J (1 for the
 /// other ops).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +260,14 @@ pub struct PlannedCase {
     pub variant: Variant,
     pub shape: Vec<usize>,
     pub columns: usize,
+    /// A bound-op case ([`super::engine`]): the column counts recorded in one submission;
+    /// empty for a host-slice case.
+    pub records: Vec<usize>,
+}
+
+/// The shape of a format's bound-op case: its smallest rank-2 case shape of more than one row.
+fn engine_shape(format: Format) -> Option<Vec<usize>> {
+    shapes(format, Tier::Fast).into_iter().filter(|s| s.len() == 2 && s[0] > 1).min_by_key(|s| s[0] * s[1])
 }
 
 /// Every case a run of `formats` on `platform` owes, in run order: each (op, variant) the
@@ -264,8 +299,15 @@ pub fn plan(formats: &[Format], platform: &Platform, tier: Tier) -> Vec<PlannedC
                             variant,
                             shape: shape.clone(),
                             columns,
+                            records: Vec::new(),
                         }));
                     }
+                }
+                // Bound ops with the variant an engine gets: one case of every engine count.
+                let engine = op.is_product() && variant == capability::best_variant(format, op, platform);
+                if let (true, Some(shape)) = (engine, engine_shape(format)) {
+                    let records = ENGINE_COLUMNS.to_vec();
+                    planned.push(PlannedCase { format, op, variant, shape, columns: records.iter().sum(), records });
                 }
             }
         }
@@ -284,8 +326,12 @@ pub async fn run(
     let mut rng = Rng::new(seed);
     let mut results = Vec::new();
     for (i, case) in planned.iter().enumerate() {
-        let PlannedCase { format, op, variant, ref shape, columns } = *case;
-        let r = run_case(gpu, format, op, variant, shape, columns, &mut rng).await.unwrap_or_else(|e| CaseResult {
+        let PlannedCase { format, op, variant, ref shape, columns, ref records } = *case;
+        let r = match records.is_empty() {
+            true => run_case(gpu, format, op, variant, shape, columns, &mut rng).await,
+            false => run_bound_case(gpu, format, op, variant, shape, records, &mut rng).await,
+        };
+        let r = r.unwrap_or_else(|e| CaseResult {
             criterion: "error".into(),
             max_error: f64::INFINITY,
             of_bound: f64::INFINITY,
@@ -293,6 +339,7 @@ pub async fn run(
             l2_parts: (f64::INFINITY, 1.0),
             detail: e.to_string(),
             columns,
+            records: records.clone(),
             ..blank(format, op, variant, shape)
         });
         progress(&r);

@@ -1,6 +1,6 @@
 //! `verify`: one tensor of a user's file on a GPU against the oracle, with the suite's judges.
 
-use super::suite::{dequant_on, gather_on, gather_rows, matmul_on};
+use super::suite::{dequant_on, gather_on, gather_rows, matmul_on, Product};
 use super::{CaseResult, Verdict};
 use crate::error::Result;
 use crate::gpu::capability::{self, Status};
@@ -59,7 +59,7 @@ pub async fn verify_tensor(gpu: &Gpu, name: &str, tensor: &EncodedTensor<'_>, rn
             (Op::Gather, [n, _]) => gather_on(gpu, tensor, &uploaded, &gather_rows(*n, rng)).await?,
             (Op::Matmul | Op::MatmulA8, [_, k]) => {
                 let xs = random_activation(k * VERIFY_COLUMNS, rng);
-                matmul_on(gpu, tensor, &uploaded, &xs, VERIFY_COLUMNS, op, variant).await?
+                matmul_on(gpu, tensor, &uploaded, &Product { xs: &xs, columns: VERIFY_COLUMNS, op, variant }).await?
             }
             (Op::Gather | Op::Matmul | Op::MatmulA8, shape) => {
                 report.not_run.push((op.name().to_string(), format!("needs a rank-2 tensor, shape is {shape:?}")));

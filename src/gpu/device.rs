@@ -100,9 +100,9 @@ pub fn selector_matches(selector: &str, platform: &Platform) -> bool {
         || platform.driver_info.to_lowercase().contains(&s)
 }
 
-/// Storage buffers one kernel binds: three payload planes, the op's input, the output and plane 0
-/// again as vec4<u32>.
-const STORAGE_BINDINGS: u32 = 6;
+/// Storage buffers one kernel binds: three payload planes, the op's input, the output, plane 0
+/// again as vec4<u32>, and gather's status words.
+const STORAGE_BINDINGS: u32 = 7;
 
 /// An engine's own device and queue, with the adapter and instance they came from (the
 /// platform facts: the adapter's identity, the instance's WGSL language features).
@@ -276,7 +276,18 @@ impl Gpu {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
+        let spare_buffer = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let (spare, spare_status) = (spare_buffer("ninfer-wgpu spare"), spare_buffer("ninfer-wgpu spare status"));
         let mut gpu = Gpu {
+            spare,
+            spare_status,
             device,
             queue,
             platform,

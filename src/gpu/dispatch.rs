@@ -23,14 +23,15 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
     device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("ninfer-wgpu kernel bindings"),
         entries: &[
-            // 0: Params (uniform), one per pass.
+            // 0: Params (uniform), one per dispatch: at a dynamic offset, so a bound op's bind
+            // group serves every count it is recorded with (src/gpu/bound.rs).
             wgpu::BindGroupLayoutEntry {
                 binding: 0,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
                     ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
+                    has_dynamic_offset: true,
+                    min_binding_size: NonZeroU64::new(PARAMS_BYTES),
                 },
                 count: None,
             },
@@ -45,15 +46,20 @@ pub(super) fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout 
             storage(5, false),
             // 6: plane 0's window again, read as vec4<u32> where Params::vec0 says the window allows it.
             storage(6, true),
+            // 7: gather's status words (out-of-range ids); a spare for the other ops.
+            storage(7, false),
         ],
     })
 }
 
-/// A uniform buffer holding `params`, padded to the 16-byte units some backends size uniform
-/// blocks in.
+/// Bytes of one parameter block as bound: `Params` padded to the 16-byte units some backends
+/// size uniform blocks in.
+pub(super) const PARAMS_BYTES: u64 = (std::mem::size_of::<super::params::Params>() as u64).div_ceil(16) * 16;
+
+/// A uniform buffer holding `params`, padded to [`PARAMS_BYTES`].
 fn params_buffer(device: &wgpu::Device, params: &super::params::Params, label: &str) -> wgpu::Buffer {
     let mut bytes = bytemuck::bytes_of(params).to_vec();
-    bytes.resize(bytes.len().div_ceil(16) * 16, 0);
+    bytes.resize(PARAMS_BYTES as usize, 0);
     device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some(label),
         contents: &bytes,
@@ -152,6 +158,7 @@ impl Prepared {
                                 wgpu::BindGroupEntry { binding: 4, resource: f32_input.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 5, resource: q8.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 6, resource: no_vec4.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 7, resource: gpu.spare_status.as_entire_binding() },
                             ],
                         });
                         (q8, Some((qp, bind_group, q.groups)))
@@ -190,6 +197,7 @@ impl Prepared {
                                         _ => plane(0),
                                     },
                                 },
+                                wgpu::BindGroupEntry { binding: 7, resource: gpu.spare_status.as_entire_binding() },
                             ],
                         });
                         (bind_group, pass.groups)
@@ -217,12 +225,12 @@ impl Prepared {
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&self.label), timestamp_writes: None });
         if let Some((pipeline, bind_group, [gx, gy])) = &self.quantize {
             pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
+            pass.set_bind_group(0, bind_group, &[0]);
             pass.dispatch_workgroups(*gx, *gy, 1);
         }
         pass.set_pipeline(&self.pipeline);
         for (bind_group, [gx, gy]) in &self.passes {
-            pass.set_bind_group(0, bind_group, &[]);
+            pass.set_bind_group(0, bind_group, &[0]);
             pass.dispatch_workgroups(*gx, *gy, 1);
         }
     }

@@ -10,18 +10,22 @@
 //! and its pipeline cache; planning (`plan`) is pure and separate from creating objects
 //! (`dispatch`).
 
+mod bound;
 pub mod capability;
 mod device;
 mod dispatch;
 pub mod kernels;
+mod operand;
 pub mod params;
 pub mod plan;
 pub mod platform;
 mod tensor;
 
+pub use bound::{BoundOp, GatherStatus};
 pub use device::{adapters, selector_matches, AdapterEntry, GpuOptions, SharedDevice};
 pub use dispatch::{Prepared, READ_CHUNK};
 pub use kernels::{Op, Profile, Variant, MAX_COLUMNS};
+pub use operand::{DeviceSlice, Word, OPERAND_USAGE};
 pub use platform::Platform;
 pub use tensor::{GpuTensor, UPLOAD_CHUNK};
 
@@ -55,6 +59,10 @@ pub struct Gpu {
     activation: Mutex<HashMap<kernels::ActivationOp, wgpu::ComputePipeline>>,
     grids: Mutex<HashMap<crate::Format, wgpu::Buffer>>,
     lost: Arc<AtomicBool>,
+    /// Bound where a kernel's layout wants a buffer the op does not read (16 bytes).
+    spare: wgpu::Buffer,
+    /// Bound at binding 7 (gather's status words) by the ops that write no status.
+    spare_status: wgpu::Buffer,
     max_memory: Option<u64>,
     word_loads_only: bool,
 }
@@ -208,6 +216,13 @@ impl Gpu {
         Ok(())
     }
 
+    /// Finishes and submits an engine's recorded step, inside error scopes: a validation error
+    /// in anything recorded (a caller's kernel included) is an error here, not a panic.
+    pub async fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
+        self.scoped("submitting a recorded step", || self.queue.submit([encoder.finish()])).await?;
+        Ok(())
+    }
+
     /// Copies `bytes` bytes of `buffer` from `offset` back to the host (`map_async`, awaited).
     pub async fn read_back(&self, buffer: &wgpu::Buffer, offset: u64, bytes: u64) -> Result<Vec<u8>> {
         if bytes == 0 {
@@ -314,7 +329,9 @@ impl Gpu {
         self.product(tensor, xs, columns, Op::Matmul, variant).await
     }
 
-    /// A product op (`Matmul` or `MatmulA8`) with a chosen variant.
+    /// A product op (`Matmul` or `MatmulA8`) with a chosen variant: a thin wrapper over a bound
+    /// op ([`Gpu::bind_matmul_with`]) on buffers of its own, in batches of columns that fit one
+    /// binding.
     pub async fn product(
         &self,
         tensor: &GpuTensor,
@@ -323,45 +340,66 @@ impl Gpu {
         op: Op,
         variant: Variant,
     ) -> Result<Vec<f32>> {
-        let request = |columns| match op {
-            Op::MatmulA8 => Ok(Request::MatmulA8 { columns }),
-            Op::Matmul => Ok(Request::Matmul { columns }),
-            Op::Dequant | Op::Gather => Err(Error::Unsupported(format!("{} is not a product", op.name()))),
+        let profile = match op {
+            Op::MatmulA8 => Profile::A8,
+            Op::Matmul => Profile::A32,
+            Op::Dequant | Op::Gather => return Err(Error::Unsupported(format!("{} is not a product", op.name()))),
+        };
+        let desc = tensor.desc();
+        capability::check(desc.format, desc.layout, op, variant, Some(&self.platform))?;
+        let (n, k) = match desc.shape[..] {
+            [n, k] => (n as u64, k as u64),
+            ref s => return Err(Error::Unsupported(format!("matmul needs a rank-2 [N, K] tensor, got shape {s:?}"))),
         };
         if columns == 0 {
             return Err(Error::Unsupported("matmul takes at least one activation column, got 0".into()));
         }
-        if columns <= MAX_COLUMNS {
-            let prepared = self.prepare(tensor, request(columns)?, variant, xs).await?;
-            return Ok(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits).collect());
-        }
-        // More columns than one kernel holds: the kernel runs once per group of MAX_COLUMNS,
-        // and the groups' column-major outputs follow one another. Each group decodes every
-        // weight again; a tiled kernel that does not is the engine API's (issue 35).
-        request(columns)?;
-        let (n, k) = match tensor.desc().shape[..] {
-            [n, k] => (n, k),
-            ref s => return Err(Error::Unsupported(format!("matmul needs a rank-2 [N, K] tensor, got shape {s:?}"))),
-        };
         if columns > MAX_HOST_COLUMNS {
             return Err(Error::Unsupported(format!(
                 "matmul takes at most {MAX_HOST_COLUMNS} activation columns per call, got {columns}"
             )));
         }
-        if k.checked_mul(columns) != Some(xs.len()) {
+        if (k as usize).checked_mul(columns) != Some(xs.len()) {
             return Err(Error::Shape {
-                layout: tensor.desc().layout.name(),
+                layout: desc.layout.name(),
                 rule: "x holds J columns of K values",
-                detail: format!("J = {columns}, K = {k}: expected {} values, got {}", k * columns, xs.len()),
+                detail: format!("J = {columns}, K = {k}: expected {} values, got {}", k as usize * columns, xs.len()),
             });
         }
         let mut y = Vec::new();
-        y.try_reserve_exact(n.saturating_mul(columns)).map_err(|_| {
+        y.try_reserve_exact((n as usize).saturating_mul(columns)).map_err(|_| {
             Error::Unsupported(format!("{columns} columns of {n} outputs are more than this machine can allocate"))
         })?;
-        for group in xs.chunks((k * MAX_COLUMNS).max(1)) {
-            let prepared = self.prepare(tensor, request(group.len() / k.max(1))?, variant, group).await?;
-            y.extend(prepared.run_and_read(self).await?.into_iter().map(f32::from_bits));
+        if n == 0 || k == 0 {
+            y.resize(n as usize * columns, 0.0);
+            return Ok(y);
+        }
+        // Columns padded to whole vec4s (the kernel reads x as vec4), as many a batch as one
+        // binding of x and of y holds.
+        let stride = k.div_ceil(4) * 4;
+        let room = self.max_binding().min(self.platform.limits.max_buffer_size);
+        let batch = (room / (4 * stride)).min(room / (4 * n)).clamp(1, columns as u64);
+        let mut padded = vec![0f32; (batch * stride) as usize];
+        let xb = self.create_buffer(batch * stride, "ninfer-wgpu host x").await?;
+        let yb = self.create_buffer(batch * n, "ninfer-wgpu host y").await?;
+        let x = DeviceSlice::new(&xb, 0, k).with_stride(stride);
+        let bound =
+            self.bind_matmul_with(tensor, profile, variant, x, DeviceSlice::new(&yb, 0, n), batch as u32).await?;
+        let poison = vec![POISON; (batch * n) as usize];
+        for group in xs.chunks((k * batch) as usize) {
+            let j = group.len() as u64 / k;
+            for (c, column) in group.chunks_exact(k as usize).enumerate() {
+                padded[c * stride as usize..][..k as usize].copy_from_slice(column);
+            }
+            self.write(&xb, 0, &padded[..(j * stride) as usize])?;
+            self.write(&yb, 0, &poison[..(j * n) as usize])?;
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            bound.encode(&mut encoder, j as u32)?;
+            self.scoped(&format!("running {} columns of {:?}", j, desc.shape), || {
+                self.queue.submit([encoder.finish()])
+            })
+            .await?;
+            y.extend(self.read(DeviceSlice::<f32>::new(&yb, 0, j * n), 1).await?);
         }
         Ok(y)
     }

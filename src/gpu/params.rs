@@ -64,12 +64,16 @@ params! {
     out_stride,
     /// matmul: vec4s between activation columns
     x_stride,
-    /// matmul: activation columns J (1..=8)
+    /// matmul: activation columns J this dispatch computes (1..=8)
     columns,
-    /// gather: index of the pass's first (output row, source row) pair
-    index_off,
     /// workgroups along x, to linearise a 2-D dispatch
     groups_x,
+    /// words (products: vec4s) before the op's input inside binding 4 (an engine's slice)
+    in_off,
+    /// gather: source rows this pass holds (row0..row0 + span)
+    span,
+    /// gather: N, the table's rows (an id at or past it is out of range)
+    total_rows,
 }
 
 #[cfg(test)]

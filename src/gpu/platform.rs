@@ -48,6 +48,9 @@ pub struct PlatformLimits {
     pub max_compute_invocations_per_workgroup: u32,
     pub max_storage_buffers_per_shader_stage: u32,
     pub max_compute_workgroup_storage_size: u32,
+    /// Bound ops read their parameters at dynamic offsets of this alignment (src/gpu/bound.rs).
+    #[serde(default)]
+    pub min_uniform_buffer_offset_alignment: u32,
 }
 
 /// An adapter's facts, printable by `ninfer-wgpu devices`.
@@ -114,6 +117,7 @@ impl Platform {
                 max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
                 max_storage_buffers_per_shader_stage: limits.max_storage_buffers_per_shader_stage,
                 max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+                min_uniform_buffer_offset_alignment: limits.min_uniform_buffer_offset_alignment,
             },
             probes: Probes::default(),
         }

@@ -4,6 +4,7 @@
 //! must offer and do in `NINFER_WGPU_EXPECT_CAPS` ([`pins::CAPS_VAR`]). The library is async; these
 //! tests wait on it with `native::block_on`.
 
+mod engine;
 mod pins;
 mod shared;
 mod split;
@@ -133,6 +134,16 @@ fn conformance_on(selector: &str) -> Vec<String> {
                 "{selector}: {format} matmul_a8 (dot4I8Packed) J = {j}"
             );
         }
+        // Bound ops as an engine records them: every product format, in both profiles.
+        let bound = |op: &str| {
+            results.iter().any(|r| r.format == format.name() && r.op == op && r.records == conformance::ENGINE_COLUMNS)
+        };
+        assert_eq!(bound("matmul"), format != Format::Int32, "{selector}: {format} bound matmul");
+        let codes = matches!(
+            format.category(),
+            ninfer_wgpu::Category::GgufBlock | ninfer_wgpu::Category::Grouped | ninfer_wgpu::Category::BlockScaledFloat
+        );
+        assert_eq!(bound("matmul_a8"), codes, "{selector}: {format} bound matmul_a8");
     }
     // That a deviation needs the probe to have seen flushing is the judges' rule, tested without a
     // GPU (conformance::judge_tests); whether the probe is right is pinned per adapter by

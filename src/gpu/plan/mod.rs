@@ -12,9 +12,13 @@
 //! 128-row tiles). Passes never straddle a block, and outputs larger than one buffer are cut the
 //! same way, so every kernel reads and writes exactly as it does over one buffer.
 
+pub mod bound;
 mod dequant;
 mod gather;
 mod matmul;
+
+pub use bound::{DequantPlan, Kernel, Operand, OperandBinding, ProductPlan, Record};
+pub use gather::GatherPlan;
 
 use super::kernels::{self, Op, Profile, CHUNK};
 use super::params::Params;
@@ -243,6 +247,9 @@ pub enum PlaneBinding {
     Grid,
 }
 
+/// What a pass binds for its three planes.
+pub type PlaneBindings = [PlaneBinding; 3];
+
 /// One dispatch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pass {
@@ -269,7 +276,7 @@ pub struct Plan {
     pub x_words: u64,
     /// A8: the dispatch that quantizes the f32 columns into the words the kernel reads.
     pub quantize: Option<QuantizePass>,
-    /// Gather's (output row, pass-local source row) pairs, grouped by pass.
+    /// Gather's ids, as the kernel reads them (binding 4).
     pub index: Vec<u32>,
 }
 
@@ -344,6 +351,42 @@ pub fn plan(
         Request::MatmulA8 { columns } => matmul::plan(&frame, Profile::A8, columns),
         Request::Gather { rows } => gather::plan(&frame, rows),
     }
+}
+
+/// Plans a bound product (see [`bound`]).
+pub fn bound_product(
+    format: Format,
+    geometry: &PayloadGeometry,
+    limits: &PlanLimits,
+    place: &Placement,
+    profile: Profile,
+    io: [&Operand; 2],
+    max_columns: u64,
+) -> Result<ProductPlan> {
+    bound::product(&Frame::new(format, geometry, limits, place)?, profile, io[0], io[1], max_columns)
+}
+
+/// Plans a bound gather of up to `max_rows` ids.
+pub fn bound_gather(
+    format: Format,
+    geometry: &PayloadGeometry,
+    limits: &PlanLimits,
+    place: &Placement,
+    io: [&Operand; 2],
+    max_rows: u64,
+) -> Result<GatherPlan> {
+    gather::bound(&Frame::new(format, geometry, limits, place)?, io[0], io[1], max_rows)
+}
+
+/// Plans a bound dequant into `y` (one run of N·K words).
+pub fn bound_dequant(
+    format: Format,
+    geometry: &PayloadGeometry,
+    limits: &PlanLimits,
+    place: &Placement,
+    y: &Operand,
+) -> Result<DequantPlan> {
+    bound::dequant(&Frame::new(format, geometry, limits, place)?, y)
 }
 
 /// What every op's plan shares: the payload's planes, the binding and dispatch limits, and the

@@ -104,6 +104,27 @@ fn matmul_lays_out_columns_back_to_back() {
     }
 }
 
+/// What the gather kernel does with a plan: for each pass, request `in_off + i` (i < rows) whose
+/// id lies in the pass's window writes output row `out_off / K + i` of its output buffer. The
+/// source row each request's output got, asserting each is written exactly once.
+fn gathered(p: &Plan, k: u64) -> Vec<Option<u32>> {
+    let firsts: Vec<u64> = p.outputs.iter().scan(0, |at, &w| Some(std::mem::replace(at, *at + w / k))).collect();
+    let mut seen = vec![None; p.index.len()];
+    for pass in &p.passes {
+        let q = pass.params;
+        assert_eq!(q.out_stride as u64, k, "rows back to back");
+        for i in 0..q.rows {
+            let id = p.index[(q.in_off + i) as usize];
+            if id >= q.row0 && id - q.row0 < q.span {
+                let out = (firsts[pass.out.0] + q.out_off as u64 / k) as usize + i as usize;
+                assert!(seen[out].is_none(), "output row {out} written once");
+                seen[out] = Some(id);
+            }
+        }
+    }
+    seen
+}
+
 #[test]
 fn gather_groups_requests_by_window_and_keeps_their_output_rows() {
     let l = limits(1 << 14, 65535);
@@ -113,15 +134,7 @@ fn gather_groups_requests_by_window_and_keeps_their_output_rows() {
     let p = plan(Format::Q4G64Fp16, &g, Request::Gather { rows: &rows }, &l, &place).unwrap();
     assert!(p.passes.len() > 1, "rows spread over several windows");
     check_windows(&p, &l, &place);
-    let mut seen = vec![None; rows.len()];
-    for pass in &p.passes {
-        for i in 0..pass.params.rows as usize {
-            let at = 2 * (pass.params.index_off as usize + i);
-            let (out, src) = (p.index[at] as usize, p.index[at + 1]);
-            assert!(seen[out].is_none(), "output row {out} written once");
-            seen[out] = Some(pass.params.row0 + src);
-        }
-    }
+    let seen = gathered(&p, 256);
     assert_eq!(seen, rows.iter().map(|&r| Some(r)).collect::<Vec<_>>(), "every request maps to its source row");
     assert_eq!(p.out_words, rows.len() as u64 * 256);
 }
@@ -228,15 +241,7 @@ fn gather_and_dequant_outputs_over_one_buffer_are_cut_by_requests_and_rows() {
     let rows: Vec<u32> = (0..100).map(|i| (i * 37 % 300) as u32).collect();
     let p = plan_of(Format::Bf16, &[300, 64], Request::Gather { rows: &rows }, &l).unwrap();
     assert_eq!(p.outputs, [32 * 64, 32 * 64, 32 * 64, 4 * 64]);
-    let mut seen = vec![None; rows.len()];
-    for pass in &p.passes {
-        for i in 0..pass.params.rows as usize {
-            let at = 2 * (pass.params.index_off as usize + i);
-            let out = pass.out.0 * 32 + p.index[at] as usize;
-            assert!(seen[out].is_none());
-            seen[out] = Some(pass.params.row0 + p.index[at + 1]);
-        }
-    }
+    let seen = gathered(&p, 64);
     assert_eq!(seen, rows.iter().map(|&r| Some(r)).collect::<Vec<_>>());
     let p = plan_of(Format::Bf16, &[300, 64], Request::Dequant, &l).unwrap();
     assert_eq!(p.outputs, [64 * 64, 64 * 64, 64 * 64, 64 * 64, 44 * 64]);
@@ -280,4 +285,61 @@ fn the_vec4_view_is_offered_only_for_windows_on_whole_vec4s() {
     // Turned off, never.
     let words = PlanLimits { vec4_loads: false, ..l };
     assert_eq!(vec0(Format::GgufQ4K, &[3, 512], &words), [0]);
+}
+
+#[test]
+fn an_operand_binds_from_an_aligned_start_and_is_refused_past_its_buffer() {
+    let op = Operand { offset: 70, len: 10, stride: 12, buffer_words: 200 };
+    // 3 runs end at word 70 + 2·12 + 10 = 104; the binding starts at byte 256 (word 64).
+    assert_eq!(
+        op.bind("x", 3, 256, 1 << 20, false).unwrap(),
+        OperandBinding { start: 256, size: 104 * 4 - 256, first: 6 }
+    );
+    // vec4 reads: the binding ends on a whole vec4 (word 104 is one already).
+    assert_eq!(op.bind("x", 3, 4, 1 << 20, true).unwrap(), OperandBinding { start: 272, size: 144, first: 2 });
+    let err = |r: Result<OperandBinding>| r.unwrap_err().to_string();
+    assert!(err(op.bind("x", 12, 4, 1 << 20, false)).contains("pass the buffer's end (200 words)"));
+    assert!(err(op.bind("x", 3, 4, 100, false)).contains("100-byte storage binding limit"));
+    assert!(err(Operand { stride: 9, ..op }.bind("x", 2, 4, 1 << 20, false)).contains("overlap"));
+    assert!(
+        err(Operand { offset: u64::MAX - 4, ..op }.bind("x", 3, 4, 1 << 20, false)).contains("pass the buffer's end")
+    );
+    assert!(!Operand { offset: 2, ..op }.vec4_ready(1) && op.vec4_ready(1) == op.offset.is_multiple_of(4));
+}
+
+#[test]
+fn a_bound_product_records_column_groups_over_every_row_pass() {
+    // q4_K [600, 512] (288 bytes a row) over 64 KiB bindings: three row passes.
+    let l = limits(1 << 16, 65535);
+    let g = geometry(Format::GgufQ4K, &[600, 512], 1);
+    let place = placed(&g, &l);
+    let x = Operand { offset: 8, len: 512, stride: 516, buffer_words: 8 + 516 * 20 };
+    let y = Operand { offset: 3, len: 600, stride: 601, buffer_words: 3 + 601 * 20 };
+    for profile in [Profile::A32, Profile::A8] {
+        let p = bound_product(Format::GgufQ4K, &g, &l, &place, profile, [&x, &y], 20).unwrap();
+        assert_eq!(p.passes.len(), 3, "three row passes");
+        let records = p.records(19).unwrap();
+        let (quantize, products): (Vec<&Record>, Vec<&Record>) =
+            records.iter().partition(|r| r.kernel == Kernel::Quantize);
+        assert_eq!(quantize.len(), usize::from(profile == Profile::A8));
+        if let Some(q) = quantize.first() {
+            assert_eq!((q.params.columns, q.set), (19, 3), "A8 quantizes every column once, from its own set");
+        }
+        // Groups of 8, 8 and 3 columns, each over every pass.
+        let groups: Vec<(u32, usize)> = products.iter().map(|r| (r.params.columns, r.set)).collect();
+        let expected: Vec<(u32, usize)> = [8, 8, 3].into_iter().flat_map(|j| (0..3).map(move |s| (j, s))).collect();
+        assert_eq!(groups, expected);
+        for (i, r) in products.iter().enumerate() {
+            let j0 = 8 * (i as u64 / 3);
+            let q = r.params;
+            assert_eq!(q.out_off as u64, p.y.first + q.row0 as u64 + j0 * 601, "column {j0}'s outputs");
+            let in_stride = match profile {
+                Profile::A32 => 516 / 4,
+                Profile::A8 => 16 * 12 / 4,
+            };
+            let in_first = if profile == Profile::A32 { p.x.first / 4 } else { 0 };
+            assert_eq!((q.in_off as u64, q.x_stride as u64), (in_first + j0 * in_stride, in_stride));
+        }
+        assert!(p.records(21).unwrap_err().to_string().contains("1..=20"));
+    }
 }

@@ -1,0 +1,183 @@
+//! The engine API beyond conformance's bound products: gathers whose ids stay on the device
+//! (across windows, with out-of-range ids flagged, never read), dequant into an engine's buffer,
+//! the refusals, and a device lost mid-sequence.
+
+use super::first_gpu;
+use ninfer_wgpu::gpu::{DeviceSlice, Gpu, GpuOptions, Profile, POISON};
+use ninfer_wgpu::native::block_on;
+use ninfer_wgpu::testgen::{self, random_words, Rng, Words};
+use ninfer_wgpu::{oracle, EncodedTensor, Error, Format};
+
+fn tensor_words(format: Format, shape: &[usize], rng: &mut Rng) -> (Vec<u8>, Vec<u32>) {
+    let logical = random_words(format, shape, 1, rng, Words::All).unwrap();
+    let t = EncodedTensor::encode(&logical, format.layout()).unwrap();
+    let words = match oracle::dequant(&t).unwrap() {
+        oracle::Dequantized::F32(v) => v.into_iter().map(f32::to_bits).collect(),
+        oracle::Dequantized::I32(v) => v.into_iter().map(|i| i as u32).collect(),
+    };
+    (t.payload().to_vec(), words)
+}
+
+fn upload(gpu: &Gpu, format: Format, shape: &[usize], payload: &[u8]) -> ninfer_wgpu::gpu::GpuTensor {
+    let desc = ninfer_wgpu::TensorDesc::new(format, format.layout(), shape);
+    let t = EncodedTensor::new(desc, payload).unwrap();
+    block_on(gpu.upload(&t.validate().unwrap())).unwrap()
+}
+
+#[test]
+fn a_bound_gather_reads_ids_on_the_device_across_windows_and_flags_out_of_range_ids() {
+    // A 64 KiB binding limit cuts each table into two or three windows.
+    let Some(gpu) = first_gpu(GpuOptions { max_binding: Some(1 << 16), ..Default::default() }) else { return };
+    let seed = testgen::test_seed("bound gather").unwrap();
+    let mut rng = Rng::new(seed);
+    for (format, shape) in
+        [(Format::GgufQ4K, [600usize, 512]), (Format::Bf16, [2000, 33]), (Format::GgufIq2Xs, [1200, 256])]
+    {
+        let (payload, words) = tensor_words(format, &shape, &mut rng);
+        let table = upload(&gpu, format, &shape, &payload);
+        let (n, k) = (shape[0] as u32, shape[1] as u64);
+        // Ids at an odd offset; one past N and one far past it.
+        let mut ids: Vec<u32> = (0..15).map(|_| rng.below(n as u64) as u32).collect();
+        ids.extend([n - 1, 0, n, u32::MAX - 3, n - 1]);
+        let id_at = 3;
+        let mut id_host = vec![7u32; id_at as usize];
+        id_host.extend(&ids);
+        let id_buf = block_on(gpu.create_buffer_with(&id_host, "ids")).unwrap();
+        let (y_at, stride) = (5u64, k + 3);
+        let y_buf =
+            block_on(gpu.create_buffer_with(&vec![1u32; (y_at + stride * ids.len() as u64) as usize], "y")).unwrap();
+        let op = block_on(gpu.bind_gather(
+            &table,
+            DeviceSlice::new(&id_buf, id_at, 1),
+            DeviceSlice::new(&y_buf, y_at, k).with_stride(stride),
+            ids.len() as u32,
+        ))
+        .unwrap();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        op.encode(&mut encoder, ids.len() as u32).unwrap();
+        block_on(gpu.submit(encoder)).unwrap();
+        let got: Vec<u32> =
+            block_on(gpu.read(DeviceSlice::new(&y_buf, y_at, k).with_stride(stride), ids.len() as u64)).unwrap();
+        for (i, &id) in ids.iter().enumerate() {
+            let row = &got[i * k as usize..][..k as usize];
+            if id < n {
+                assert_eq!(
+                    row,
+                    &words[id as usize * k as usize..][..k as usize],
+                    "seed {seed}: {format} request {i} (id {id})"
+                );
+            } else {
+                assert!(
+                    row.iter().all(|&w| w == POISON),
+                    "seed {seed}: {format} request {i}: an out-of-range id's row is poisoned"
+                );
+            }
+        }
+        let status = block_on(op.read_status(&gpu)).unwrap();
+        assert_eq!((status.out_of_range, status.largest_id), (2, u32::MAX - 3), "{format}: status names the ids");
+        op.clear_status(&gpu).unwrap();
+        assert_eq!(block_on(op.read_status(&gpu)).unwrap().out_of_range, 0);
+        // The gaps between rows are untouched.
+        let all: Vec<u32> = block_on(gpu.read(DeviceSlice::new(&y_buf, 0, y_buf.size() / 4), 1)).unwrap();
+        for (i, &w) in all.iter().enumerate() {
+            let inside = i as u64 >= y_at && (i as u64 - y_at) % stride < k;
+            assert!(inside || w == 1, "{format}: y word {i} outside the rows was written");
+        }
+    }
+}
+
+#[test]
+fn a_bound_dequant_writes_every_word_at_the_engines_offset() {
+    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
+    let mut rng = Rng::new(testgen::test_seed("bound dequant").unwrap());
+    let (format, shape) = (Format::GgufQ6K, [9usize, 512]);
+    let (payload, words) = tensor_words(format, &shape, &mut rng);
+    let t = upload(&gpu, format, &shape, &payload);
+    let y = block_on(gpu.create_buffer_with(&vec![1u32; words.len() + 20], "y")).unwrap();
+    let op = block_on(gpu.bind_dequant(&t, DeviceSlice::new(&y, 13, words.len() as u64))).unwrap();
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    op.encode(&mut encoder, 1).unwrap();
+    block_on(gpu.submit(encoder)).unwrap();
+    let got: Vec<u32> = block_on(gpu.read(DeviceSlice::new(&y, 0, words.len() as u64 + 20), 1)).unwrap();
+    assert_eq!(&got[13..13 + words.len()], &words[..]);
+    assert!(got[..13].iter().chain(&got[13 + words.len()..]).all(|&w| w == 1), "nothing outside the slice is written");
+}
+
+fn refused<T>(what: &str, r: ninfer_wgpu::Result<T>, needles: &[&str]) {
+    match r {
+        Err(Error::Unsupported(m)) | Err(Error::Shape { detail: m, .. }) => {
+            assert!(needles.iter().all(|n| m.contains(n)), "{what}: `{m}` lacks {needles:?}")
+        }
+        Err(e) => panic!("{what}: unexpected error {e}"),
+        Ok(_) => panic!("{what}: accepted"),
+    }
+}
+
+#[test]
+fn bad_operands_are_refused_before_anything_is_recorded() {
+    let Some(gpu) = first_gpu(GpuOptions { max_binding: Some(1 << 16), ..Default::default() }) else { return };
+    let mut rng = Rng::new(testgen::test_seed("bound refusals").unwrap());
+    let (format, shape) = (Format::GgufQ8_0, [16usize, 64]);
+    let (payload, _) = tensor_words(format, &shape, &mut rng);
+    let w = upload(&gpu, format, &shape, &payload);
+    let x = block_on(gpu.create_buffer(64 * 8, "x")).unwrap();
+    let y = block_on(gpu.create_buffer(16 * 8, "y")).unwrap();
+    let xs = DeviceSlice::new(&x, 0, 64);
+    let ys = DeviceSlice::new(&y, 0, 16);
+    let bind =
+        |x: DeviceSlice<'_, f32>, y: DeviceSlice<'_, f32>, j| block_on(gpu.bind_matmul(&w, Profile::A32, x, y, j));
+    refused("x past its buffer", bind(xs, ys, 9), &["pass the buffer's end", "512 words"]);
+    refused("y past its buffer", bind(xs, DeviceSlice::new(&y, 5, 16), 8), &["matmul y", "pass the buffer's end"]);
+    refused("x at an odd offset", bind(DeviceSlice::new(&x, 2, 64), ys, 1), &["multiples of 4", "offset (2)"]);
+    refused("a stride shorter than a column", bind(xs.with_stride(32), ys, 2), &["overlap"]);
+    refused("x and y in one buffer", bind(xs, DeviceSlice::new(&x, 256, 16), 1), &["one buffer", "WebGPU"]);
+    refused("y on the weights", bind(xs, DeviceSlice::new(w.buffer(0), 0, 16), 1), &["weights' own"]);
+    refused("K mismatch", bind(DeviceSlice::new(&x, 0, 60), ys, 1), &["K = 64"]);
+    let uniform = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 1024,
+        usage: wgpu::BufferUsages::UNIFORM,
+        mapped_at_creation: false,
+    });
+    refused("no STORAGE usage", bind(xs, DeviceSlice::new(&uniform, 0, 16), 1), &["STORAGE"]);
+    // Past the binding limit: the limit and the size are both named.
+    let big = block_on(gpu.create_buffer(64 * 4096, "big x")).unwrap();
+    let big_y = block_on(gpu.create_buffer(16 * 4096, "big y")).unwrap();
+    refused(
+        "4096 columns over a 64 KiB binding",
+        bind(DeviceSlice::new(&big, 0, 64), DeviceSlice::new(&big_y, 0, 16), 4096),
+        &["1048576 bytes", "65536-byte"],
+    );
+    // Counts are checked at record; an accepted record and the refused one change nothing.
+    let op = bind(xs, ys, 8).unwrap();
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        refused("9 columns on an op bound for 8", op.record(&mut pass, 9), &["1..=8", "got 9"]);
+        refused("0 columns", op.record(&mut pass, 0), &["got 0"]);
+        op.record(&mut pass, 8).unwrap();
+    }
+    block_on(gpu.submit(encoder)).unwrap();
+}
+
+#[test]
+fn a_device_lost_mid_sequence_is_an_error_not_a_panic() {
+    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
+    let mut rng = Rng::new(testgen::test_seed("lost device").unwrap());
+    let (payload, _) = tensor_words(Format::GgufQ4_0, &[8, 64], &mut rng);
+    let w = upload(&gpu, Format::GgufQ4_0, &[8, 64], &payload);
+    let x = block_on(gpu.create_buffer(64, "x")).unwrap();
+    let y = block_on(gpu.create_buffer(8, "y")).unwrap();
+    let op = block_on(gpu.bind_matmul(&w, Profile::A32, DeviceSlice::new(&x, 0, 64), DeviceSlice::new(&y, 0, 8), 1))
+        .unwrap();
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    op.encode(&mut encoder, 1).unwrap();
+    block_on(gpu.submit(encoder)).unwrap();
+    gpu.device().destroy();
+    let _ = gpu.device().poll(wgpu::PollType::wait_indefinitely());
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let err = op.encode(&mut encoder, 1).expect_err("recording on a lost device is refused");
+    assert!(err.to_string().contains("lost"), "{err}");
+    let err = block_on(gpu.read(DeviceSlice::<f32>::new(&y, 0, 8), 1)).expect_err("reading back is refused");
+    assert!(err.to_string().contains("lost"), "{err}");
+}
