@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::gpu::capability::{self, Status};
 use crate::gpu::plan::Request;
-use crate::gpu::{Gpu, Op, Variant};
+use crate::gpu::{BindOptions, DeviceSlice, Gpu, Op, Profile};
 use crate::native::block_on;
 use crate::tensor::{EncodedTensor, TensorDesc};
 use crate::testgen::{random_activation, random_words, Rng, Words};
@@ -88,7 +88,11 @@ pub struct BenchRow {
     pub gb_per_s: f64,
     /// Effective bandwidth over the adapter's copy bandwidth.
     pub copy_ratio: f64,
+    /// Dispatches per run.
     pub passes: usize,
+    /// Products: the kernel the run took (`j1`, `j8` in groups of 8 columns, `tiled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<&'static str>,
 }
 
 /// The largest tensor a bench generates: random words are made on the host before upload, so
@@ -105,14 +109,15 @@ pub fn check_shape(n: usize, k: usize) -> Result<()> {
     Ok(())
 }
 
-/// Times one (format, op) at [n, k] with `variant` (default: the fastest supported); `columns` is matmul's J
-/// (gather times `n` random rows).
+/// Times one (format, op) at [n, k] with `options` (default: the fastest supported variant and
+/// the platform's crossover to the tiled kernel); `columns` is matmul's J (gather times `n`
+/// random rows). Products run as a bound op on device operands, as an engine runs them.
 #[allow(clippy::too_many_arguments)]
 pub fn bench_case(
     gpu: &Gpu,
     format: Format,
     op: Op,
-    variant: Option<Variant>,
+    options: BindOptions,
     columns: usize,
     (n, k): (usize, usize),
     copy_gbs: f64,
@@ -133,27 +138,43 @@ pub fn bench_case(
             "{format} {n}x{k}: a {payload}-byte payload and a {output}-byte output, but max_buffer_size is {max}"
         )));
     }
-    let variant = variant.unwrap_or_else(|| capability::best_variant(format, op, gpu.platform()));
+    let variant = options.variant.unwrap_or_else(|| capability::best_variant(format, op, gpu.platform()));
     if let Status::Unsupported(reason) = capability::status(format, layout, op, variant, Some(gpu.platform())) {
         return Err(Error::Unsupported(reason));
     }
     let words = random_words(format, &[n, k], 1, rng, Words::Finite)?;
     let tensor = EncodedTensor::encode(&words, layout)?;
     let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
-    let xs = random_activation(k * columns, rng);
-    let rows: Vec<u32> = (0..n).map(|_| rng.below(n as u64) as u32).collect();
-    let (request, input): (Request, &[f32]) = match op {
-        Op::Dequant => (Request::Dequant, &[]),
-        Op::Matmul => (Request::Matmul { columns }, &xs),
-        Op::MatmulA8 => (Request::MatmulA8 { columns }, &xs),
-        Op::Gather => (Request::Gather { rows: &rows }, &[]),
-    };
-    let prepared = block_on(gpu.prepare(&uploaded, request, variant, input))?;
-    let t = median_time(timing, || {
-        prepared.submit(gpu)?;
-        gpu.wait()
-    })?;
     let bytes = uploaded.payload_bytes();
+    let (t, passes, kernel) = match op {
+        Op::Matmul | Op::MatmulA8 => {
+            let stride = k.div_ceil(4) * 4;
+            let x = block_on(gpu.create_buffer_with(&random_activation(stride * columns, rng), "bench x"))?;
+            let y = block_on(gpu.create_buffer((n * columns) as u64, "bench y"))?;
+            let profile = if op == Op::Matmul { Profile::A32 } else { Profile::A8 };
+            let xs = DeviceSlice::new(&x, 0, k as u64).with_stride(stride as u64);
+            let options = BindOptions { variant: Some(variant), ..options };
+            let ys = DeviceSlice::new(&y, 0, n as u64);
+            let bound = block_on(gpu.bind_matmul_with(&uploaded, profile, options, xs, ys, columns as u32))?;
+            let t = median_time(timing, || {
+                let mut encoder = gpu.device().create_command_encoder(&Default::default());
+                bound.encode(&mut encoder, columns as u32)?;
+                gpu.queue().submit([encoder.finish()]);
+                gpu.wait()
+            })?;
+            (t, bound.dispatches(columns as u32)?, Some(bound.kernel(columns as u32)?))
+        }
+        Op::Dequant | Op::Gather => {
+            let rows: Vec<u32> = (0..n).map(|_| rng.below(n as u64) as u32).collect();
+            let request = if op == Op::Dequant { Request::Dequant } else { Request::Gather { rows: &rows } };
+            let prepared = block_on(gpu.prepare(&uploaded, request, variant, &[]))?;
+            let t = median_time(timing, || {
+                prepared.submit(gpu)?;
+                gpu.wait()
+            })?;
+            (t, prepared.passes(), None)
+        }
+    };
     let gbs = bytes as f64 / t.as_secs_f64() / 1e9;
     Ok(BenchRow {
         format: format.name(),
@@ -166,7 +187,8 @@ pub fn bench_case(
         median_ms: t.as_secs_f64() * 1e3,
         gb_per_s: gbs,
         copy_ratio: gbs / copy_gbs,
-        passes: prepared.passes(),
+        passes,
+        kernel,
     })
 }
 

@@ -27,18 +27,21 @@ fn chunk_dot(q: Chunk, f: vec4<f32>, x: Chunk) -> f32 {
     return s;
 }
 
+// Vec4 i (0..8) of column j's activation chunk c; values at or past K read as zero (only a K
+// that is not a multiple of 32, grouped formats, has a partial last chunk).
+fn x_quad(j: u32, c: u32, i: u32) -> vec4<f32> {
+    let x = X[P.in_off + j * P.x_stride + 8u * c + i];
+    if 32u * c + 32u > P.k {
+        return mask_past_k(x, 32u * c + 4u * i);
+    }
+    return x;
+}
+
 // Column j's activation chunk c.
 fn x_chunk(j: u32, c: u32) -> Chunk {
-    let at = P.in_off + j * P.x_stride + 8u * c;
     var x: Chunk;
     for (var i = 0u; i < 8u; i++) {
-        x[i] = X[at + i];
-    }
-    // Only a K that is not a multiple of 32 (grouped formats) has a partial last chunk.
-    if 32u * c + 32u > P.k {
-        for (var i = 0u; i < 8u; i++) {
-            x[i] = mask_past_k(x[i], 32u * c + 4u * i);
-        }
+        x[i] = x_quad(j, c, i);
     }
     return x;
 }

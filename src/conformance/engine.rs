@@ -7,7 +7,7 @@
 use super::suite::{judge_product, Product};
 use super::CaseResult;
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceSlice, Gpu, Op, Profile, Variant};
+use crate::gpu::{BindOptions, DeviceSlice, Gpu, Op, Profile, Variant};
 use crate::tensor::EncodedTensor;
 use crate::testgen::{random_activation, Rng};
 
@@ -28,11 +28,13 @@ struct Region {
 }
 
 /// Runs `op` (a product) as bound ops over `counts` and judges every output against the oracle.
+/// `options` may name the crossover to the tiled kernel (default: the platform's).
 pub async fn check_bound_products(
     gpu: &Gpu,
     tensor: &EncodedTensor<'_>,
     op: Op,
     variant: Variant,
+    options: BindOptions,
     counts: &[usize],
     rng: &mut Rng,
 ) -> Result<CaseResult> {
@@ -75,7 +77,8 @@ pub async fn check_bound_products(
     for r in &regions {
         let xs = DeviceSlice::new(&x, r.x_at, k).with_stride(r.x_stride);
         let ys = DeviceSlice::new(&y, r.y_at, n).with_stride(r.y_stride);
-        bound.push(gpu.bind_matmul_with(&uploaded, profile, variant, xs, ys, r.columns as u32).await?);
+        let options = BindOptions { variant: Some(variant), ..options };
+        bound.push(gpu.bind_matmul_with(&uploaded, profile, options, xs, ys, r.columns as u32).await?);
     }
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     {

@@ -248,7 +248,7 @@ pub async fn run_bound_case(
 ) -> Result<CaseResult> {
     let logical = random_words(format, shape, divisors(format, shape), rng, Words::Finite)?;
     let tensor = EncodedTensor::encode(&logical, format.layout())?;
-    super::engine::check_bound_products(gpu, &tensor, op, variant, records, rng).await
+    super::engine::check_bound_products(gpu, &tensor, op, variant, Default::default(), records, rng).await
 }
 
 /// One case of a conformance run: a (format, op, variant), a shape, and matmul's J (1 for the

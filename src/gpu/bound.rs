@@ -69,6 +69,16 @@ enum Plan {
     Dequant(plan::DequantPlan),
 }
 
+/// How to bind a product, where the platform's choice is not wanted (tests, comparisons).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BindOptions {
+    /// The variant; `None`: the platform's fastest ([`capability::best_variant`]).
+    pub variant: Option<Variant>,
+    /// The column count from which records take the tiled kernel (A32; `u32::MAX`: never);
+    /// `None`: the capability table's ([`capability::tiled_from`]).
+    pub tiled_from: Option<u32>,
+}
+
 /// What a bound gather found wrong with its ids (see [`BoundOp::read_status`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatherStatus {
@@ -128,14 +138,48 @@ impl BoundOp {
         let groups = &slots.blocks[*block].groups;
         for (r, offset) in dispatches {
             let pipeline = match (&self.parts.matvec, r.kernel, r.params.columns) {
-                (Some(matvec), Kernel::Product, 1) => matvec,
-                _ => &self.parts.pipelines[&r.kernel],
+                (Some(matvec), Kernel::Product, 1) => Some(matvec),
+                _ => self.parts.pipelines.get(&r.kernel),
             };
+            let pipeline = pipeline.ok_or_else(|| {
+                Error::Gpu(format!("{}: no {:?} kernel was built at bind (a planner bug)", self.parts.label, r.kernel))
+            })?;
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &groups[r.set], &[*offset]);
-            pass.dispatch_workgroups(r.groups[0], r.groups[1], 1);
+            pass.dispatch_workgroups(r.groups[0], r.groups[1], r.groups[2]);
         }
         Ok(())
+    }
+
+    /// How many dispatches a record of `count` makes.
+    pub fn dispatches(&self, count: u32) -> Result<usize> {
+        Ok(self.records(count as u64)?.len())
+    }
+
+    /// The product kernel a record of `count` takes: `j1` (one column), `j8` (groups of up to
+    /// 8 columns) or `tiled`; the op's name for a gather or dequant.
+    pub fn kernel(&self, count: u32) -> Result<&'static str> {
+        let records = self.records(count as u64)?;
+        let has = |k| records.iter().any(|r| r.kernel == k);
+        Ok(match &self.parts.plan {
+            Plan::Product(_) if has(Kernel::Tiled) => "tiled",
+            Plan::Product(_) if count == 1 && self.parts.matvec.is_some() => "j1",
+            Plan::Product(_) => "j8",
+            Plan::Gather(_) => "gather",
+            Plan::Dequant(_) => "dequant",
+        })
+    }
+
+    /// The dispatches of a record of `count`.
+    fn records(&self, count: u64) -> Result<Vec<Record>> {
+        match &self.parts.plan {
+            Plan::Product(p) => p.records(count),
+            Plan::Gather(p) => p.records(count),
+            Plan::Dequant(p) => match count {
+                1 => Ok(p.records.clone()),
+                _ => Err(Error::Unsupported(format!("a bound dequant records a count of 1, got {count}"))),
+            },
+        }
     }
 
     /// Records into a compute pass of its own on `encoder`.
@@ -149,14 +193,7 @@ impl BoundOp {
 
     /// Plans `count`'s dispatches and writes their parameters into fresh slots.
     fn add_count(&self, slots: &mut Slots, count: u64) -> Result<()> {
-        let records = match &self.parts.plan {
-            Plan::Product(p) => p.records(count)?,
-            Plan::Gather(p) => p.records(count)?,
-            Plan::Dequant(p) => match count {
-                1 => p.records.clone(),
-                _ => return Err(Error::Unsupported(format!("a bound dequant records a count of 1, got {count}"))),
-            },
-        };
+        let records = self.records(count)?;
         let need = records.len() as u64;
         let fits = slots.blocks.last().is_some_and(|b| b.slots - b.used >= need);
         if !fits {
@@ -248,9 +285,9 @@ impl BoundOp {
 }
 
 impl Gpu {
-    /// Binds `Y = W X` in `profile` with its fastest supported variant: up to `max_columns`
-    /// columns of K values from `x`, their N outputs to `y` (column j at `y.offset + j *
-    /// y.stride`). x's offset and stride are multiples of 4 elements (it is read as vec4).
+    /// Binds `Y = W X` in `profile` with the platform's fastest variant and kernels: up to
+    /// `max_columns` columns of K values from `x`, their N outputs to `y` (column j at `y.offset +
+    /// j * y.stride`). x's offset and stride are multiples of 4 elements (it is read as vec4).
     pub async fn bind_matmul(
         &self,
         weights: &GpuTensor,
@@ -259,43 +296,48 @@ impl Gpu {
         y: DeviceSlice<'_, f32>,
         max_columns: u32,
     ) -> Result<BoundOp> {
-        let variant = capability::best_variant(weights.desc().format, profile.op(), &self.platform);
-        self.bind_matmul_with(weights, profile, variant, x, y, max_columns).await
+        self.bind_matmul_with(weights, profile, BindOptions::default(), x, y, max_columns).await
     }
 
-    /// [`Gpu::bind_matmul`] with a chosen variant (tests run every supported one).
+    /// [`Gpu::bind_matmul`] with a chosen variant or crossover (tests run each).
     pub async fn bind_matmul_with(
         &self,
         weights: &GpuTensor,
         profile: Profile,
-        variant: Variant,
+        options: BindOptions,
         x: DeviceSlice<'_, f32>,
         y: DeviceSlice<'_, f32>,
         max_columns: u32,
     ) -> Result<BoundOp> {
         let desc = weights.desc();
         let op = profile.op();
+        let best = capability::best_variant(desc.format, op, &self.platform);
+        let variant = options.variant.unwrap_or(best);
         capability::check(desc.format, desc.layout, op, variant, Some(&self.platform))?;
         x.check_usage("matmul x")?;
         y.check_usage("matmul y")?;
         self.check_output(weights, y, &[x.buffer], "matmul")?;
         let io = [&x.operand(), &y.operand()];
         let limits = self.plan_limits();
-        let p = plan::bound_product(
-            desc.format,
-            weights.geometry(),
-            &limits,
-            weights.placement(),
-            profile,
-            io,
-            max_columns as u64,
-        )?;
+        let tiled_from =
+            options.tiled_from.or_else(|| capability::tiled_from(desc.format, op, variant, &self.platform));
+        let (format, geometry, place) = (desc.format, weights.geometry(), weights.placement());
+        let max = max_columns as u64;
+        let counts = plan::ColumnCounts { max, tiled_from: tiled_from.map(u64::from) };
+        let p = plan::bound_product(format, geometry, &limits, place, profile, io, counts)?;
+        // The kernels its records can use, each compiled once per device: matvec's own for one
+        // column with the default variant, the 8-column one, the tiled one past the crossover.
         let mut pipelines = HashMap::new();
-        pipelines
-            .insert(Kernel::Product, self.pipeline(KernelKey::new(desc.format, op, variant, Columns::UpToMax)).await?);
-        let default_variant = variant == capability::best_variant(desc.format, op, &self.platform);
-        let matvec = match default_variant {
-            true => Some(self.pipeline(KernelKey::new(desc.format, op, variant, Columns::One)).await?),
+        let key = |columns| KernelKey::new(format, op, variant, columns);
+        if max_columns > 1 || variant != best {
+            pipelines.insert(Kernel::Product, self.pipeline(key(Columns::UpToMax)).await?);
+        }
+        if p.tiled_from.is_some_and(|t| t <= max) {
+            let tiled = capability::tiled_variant(variant, &self.platform);
+            pipelines.insert(Kernel::Tiled, self.pipeline(KernelKey::new(format, op, tiled, Columns::Tiled)).await?);
+        }
+        let matvec = match variant == best {
+            true => Some(self.pipeline(key(Columns::One)).await?),
             false => None,
         };
         let grid = self.grid_buffer(desc.format).await?;
@@ -321,8 +363,7 @@ impl Gpu {
             let status = Bound::whole(&self.spare_status);
             sets.push([s.clone(), s.clone(), s.clone(), Bound::operand(x.buffer, &p.x), Bound::whole(q8), s, status]);
         }
-        let label =
-            format!("bound {} {:?}", KernelKey::new(desc.format, op, variant, Columns::UpToMax).label(), desc.shape);
+        let label = format!("bound {} {:?}", key(Columns::UpToMax).label(), desc.shape);
         let plan = Plan::Product(p);
         self.bound(Parts { label, plan, max_count: max_columns as u64, pipelines, matvec, sets, status: None }).await
     }

@@ -28,6 +28,10 @@ pub struct Row {
     pub variant: &'static str,
     #[serde(flatten)]
     pub status: Status,
+    /// A supported product: the column count from which it takes the tiled kernel here
+    /// ([`tiled_from`]); absent where it never does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiled_from: Option<u32>,
 }
 
 /// The format-level rule, independent of the platform. Every format has a codec; what differs
@@ -141,12 +145,17 @@ pub fn table(platform: Option<&Platform>) -> Vec<Row> {
                     continue;
                 }
                 let status = status(format, layout, op, variant, platform);
+                let tiled = match (&status, platform) {
+                    (Status::Supported, Some(p)) => tiled_from(format, op, variant, p),
+                    _ => None,
+                };
                 rows.push(Row {
                     format: format.name(),
                     layout: layout.name(),
                     op: op.name(),
                     variant: variant.name(),
                     status,
+                    tiled_from: tiled,
                 });
             }
         }
@@ -155,7 +164,8 @@ pub fn table(platform: Option<&Platform>) -> Vec<Row> {
 }
 
 /// Every kernel that exists (supported on some platform): what the portability test compiles.
-/// A product has two kernels: one column, and up to MAX_COLUMNS (kernels::Columns).
+/// A product has two kernels per variant, one column and up to MAX_COLUMNS, and A32 a third,
+/// the tiled kernel (kernels::Columns).
 pub fn kernel_keys() -> Vec<KernelKey> {
     let mut keys = Vec::new();
     for format in Format::ALL {
@@ -165,7 +175,8 @@ pub fn kernel_keys() -> Vec<KernelKey> {
                     continue;
                 }
                 let columns: &[Columns] = match op {
-                    Op::Matmul | Op::MatmulA8 => &Columns::ALL,
+                    Op::Matmul => &Columns::ALL,
+                    Op::MatmulA8 => &[Columns::One, Columns::UpToMax],
                     Op::Dequant | Op::Gather => &[Columns::One],
                 };
                 keys.extend(columns.iter().map(|&columns| KernelKey { format, op, variant, columns }));
@@ -184,3 +195,34 @@ pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
         .find(|&v| status(format, layout, op, v, Some(platform)) == Status::Supported)
         .unwrap_or(Variant::Workgroup)
 }
+
+/// The column count from which an A32 product of `variant` takes the tiled kernel on this
+/// platform (`None` where the op has none: A8, dequant, gather). The 8-column kernel decodes
+/// every weight once per 8 columns and loads each activation chunk per lane; the tiled one
+/// decodes once per 64 and stages the activation (docs/performance.md#tiled-products).
+pub fn tiled_from(format: Format, op: Op, variant: Variant, platform: &Platform) -> Option<u32> {
+    let _ = format;
+    match op {
+        Op::Matmul => Some(match tiled_variant(variant, platform) {
+            Variant::Subgroup => TILED_FROM_SUBGROUP,
+            Variant::Workgroup | Variant::EmulatedDot => TILED_FROM_WORKGROUP,
+        }),
+        Op::MatmulA8 | Op::Dequant | Op::Gather => None,
+    }
+}
+
+/// The variant of the tiled kernel a product of `variant` takes: its subgroup variant shuffles
+/// each activation chunk from a subgroup's first 8 lanes, so it needs subgroups of 8 or more;
+/// elsewhere the workgroup variant runs.
+pub fn tiled_variant(variant: Variant, platform: &Platform) -> Variant {
+    match variant {
+        Variant::Subgroup if platform.subgroup_min_size >= 8 => Variant::Subgroup,
+        Variant::Subgroup | Variant::Workgroup | Variant::EmulatedDot => Variant::Workgroup,
+    }
+}
+
+/// The crossovers, measured on lavapipe (docs/performance.md#tiled-products): the subgroup
+/// variant is ahead of the 8-column kernel from two columns, the workgroup variant from 32. No
+/// GPU here has timed both kernels; these stand for every device until one does.
+const TILED_FROM_SUBGROUP: u32 = 2;
+const TILED_FROM_WORKGROUP: u32 = 32;

@@ -21,7 +21,7 @@ pub mod plan;
 pub mod platform;
 mod tensor;
 
-pub use bound::{BoundOp, GatherStatus};
+pub use bound::{BindOptions, BoundOp, GatherStatus};
 pub use device::{adapters, selector_matches, AdapterEntry, GpuOptions, SharedDevice};
 pub use dispatch::{Prepared, READ_CHUNK};
 pub use kernels::{Op, Profile, Variant, MAX_COLUMNS};
@@ -383,8 +383,9 @@ impl Gpu {
         let xb = self.create_buffer(batch * stride, "ninfer-wgpu host x").await?;
         let yb = self.create_buffer(batch * n, "ninfer-wgpu host y").await?;
         let x = DeviceSlice::new(&xb, 0, k).with_stride(stride);
+        let options = BindOptions { variant: Some(variant), tiled_from: None };
         let bound =
-            self.bind_matmul_with(tensor, profile, variant, x, DeviceSlice::new(&yb, 0, n), batch as u32).await?;
+            self.bind_matmul_with(tensor, profile, options, x, DeviceSlice::new(&yb, 0, n), batch as u32).await?;
         let poison = vec![POISON; (batch * n) as usize];
         for group in xs.chunks((k * batch) as usize) {
             let j = group.len() as u64 / k;

@@ -582,27 +582,41 @@ fn cli_limits_split_an_embedding_table_and_match_the_unlimited_run() {
 /// More columns than one kernel holds run in groups of eight and meet the oracle like any
 /// product: J = 9 (a group and one column) and 20, A32 and A8, on the first adapter.
 #[test]
-fn products_over_eight_columns_run_in_groups_and_meet_the_oracle() {
+fn products_of_many_columns_meet_the_oracle_through_either_kernel_and_every_variant() {
     let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
-    let seed = testgen::test_seed("products over eight columns").expect("seed");
+    let seed = testgen::test_seed("products of many columns").expect("seed");
     let mut rng = Rng::new(seed);
+    // The tiled kernel from the first column, and never (groups of 8 through the 8-column
+    // kernel), whatever the platform's crossover; counts on both sides of a 64-column tile.
+    let kernels = [Some(1), Some(u32::MAX)];
     for (format, shape) in
         [(Format::GgufQ4K, vec![70, 512]), (Format::Q4G64Fp16, vec![33, 200]), (Format::Bf16, vec![9, 40])]
     {
         let words = random_words(format, &shape, 1, &mut rng, Words::Finite).unwrap();
         let t = EncodedTensor::encode(&words, format.layout()).unwrap();
-        for columns in [9, 20] {
-            let xs = random_activation(shape[1] * columns, &mut rng);
-            for op in [Op::Matmul, Op::MatmulA8] {
-                let variant = ninfer_wgpu::gpu::capability::best_variant(format, op, gpu.platform());
+        for op in [Op::Matmul, Op::MatmulA8] {
+            for variant in Variant::ALL {
                 let status =
                     ninfer_wgpu::gpu::capability::status(format, t.layout(), op, variant, Some(gpu.platform()));
                 if status != ninfer_wgpu::gpu::capability::Status::Supported {
                     continue;
                 }
-                let r = block_on(conformance::check_product(&gpu, &t, &xs, columns, op, variant)).unwrap();
-                assert_eq!(r.columns, columns);
-                assert_ne!(r.verdict, Verdict::Fail, "seed {seed}: {format} {} J = {columns}: {}", op.name(), r.detail);
+                for tiled_from in kernels {
+                    let options = gpu::BindOptions { variant: None, tiled_from };
+                    let counts = [2, 9, 64, 65, 130];
+                    let r =
+                        block_on(conformance::check_bound_products(&gpu, &t, op, variant, options, &counts, &mut rng))
+                            .unwrap();
+                    assert_eq!(r.columns, counts.iter().sum::<usize>());
+                    assert_ne!(
+                        r.verdict,
+                        Verdict::Fail,
+                        "seed {seed}: {format} {} {} tiled from {tiled_from:?}: {}",
+                        op.name(),
+                        variant.name(),
+                        r.detail
+                    );
+                }
             }
         }
     }

@@ -67,9 +67,13 @@ pub enum Command {
         /// NxK (default: 4096x4096 and 14336x4096).
         #[arg(long)]
         shape: Option<String>,
-        /// Activation columns J for matmul, comma-separated (default: 1).
+        /// Activation columns J for matmul, comma-separated (default: 1; any J up to 65536).
         #[arg(long, value_delimiter = ',')]
         columns: Vec<usize>,
+        /// Products of at least N columns take the tiled kernel (default: the platform's
+        /// crossover in the capability table; a large N keeps the 8-column kernel).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        tiled_from: Option<u32>,
         /// Ops to time, comma-separated: dequant, matmul, gather (default: all).
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,

@@ -50,9 +50,10 @@ pub fn capabilities(args: &GpuArgs, as_json: bool) -> Result<bool, Error> {
     }
     println!("{:<22} {:<26} {:<8} {:<10} status", "format", "layout", "op", "variant");
     for r in rows {
-        let status = match r.status {
-            capability::Status::Supported => "supported".to_string(),
-            capability::Status::Unsupported(reason) => format!("unsupported: {reason}"),
+        let status = match (r.status, r.tiled_from) {
+            (capability::Status::Supported, Some(j)) => format!("supported, tiled from {j} columns"),
+            (capability::Status::Supported, None) => "supported".to_string(),
+            (capability::Status::Unsupported(reason), _) => format!("unsupported: {reason}"),
         };
         println!("{:<22} {:<26} {:<8} {:<10} {status}", r.format, r.layout, r.op, r.variant);
     }

@@ -35,8 +35,8 @@ fn main() -> ExitCode {
             [a, b] => suite::compare_reports(a, b, json),
             _ => suite::run_conformance(&gpu, &formats, seed, slow, cases, json, report.as_deref()),
         },
-        Command::Bench { gpu, formats, shape, columns, ops, profile, variant, runs, plot, json } => {
-            let choice = suite::BenchChoice { ops: &ops, profiles: &profile, variant, runs };
+        Command::Bench { gpu, formats, shape, columns, tiled_from, ops, profile, variant, runs, plot, json } => {
+            let choice = suite::BenchChoice { ops: &ops, profiles: &profile, variant, runs, tiled_from };
             suite::run_bench(&gpu, &formats, shape, &columns, choice, json, plot.as_deref())
         }
         Command::Formats { json } => device::formats(json),

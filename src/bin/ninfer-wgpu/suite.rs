@@ -6,7 +6,7 @@ use crate::{json, open};
 use ninfer_wgpu::args::{parse_formats, parse_ops, parse_shape};
 use ninfer_wgpu::bench::{self, BenchRow, Timing};
 use ninfer_wgpu::conformance::{self, Tier};
-use ninfer_wgpu::gpu::{Op, Profile, Variant, MAX_COLUMNS};
+use ninfer_wgpu::gpu::{BindOptions, Op, Profile, Variant, MAX_HOST_COLUMNS};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::Rng;
 use ninfer_wgpu::{report, Error, Format};
@@ -161,6 +161,8 @@ pub struct BenchChoice<'a> {
     pub profiles: &'a [Profile],
     pub variant: Option<Variant>,
     pub runs: Option<u16>,
+    /// Products: the column count from which the tiled kernel runs (default: the platform's).
+    pub tiled_from: Option<u32>,
 }
 
 pub fn run_bench(
@@ -189,8 +191,8 @@ pub fn run_bench(
         }
     }
     let columns = if columns.is_empty() { vec![1] } else { columns.to_vec() };
-    if let Some(&bad) = columns.iter().find(|&&j| j == 0 || j > MAX_COLUMNS) {
-        return Err(Error::Unsupported(format!("--columns takes 1..={MAX_COLUMNS}, got {bad}")));
+    if let Some(&bad) = columns.iter().find(|&&j| j == 0 || j > MAX_HOST_COLUMNS) {
+        return Err(Error::Unsupported(format!("--columns takes 1..={MAX_HOST_COLUMNS}, got {bad}")));
     }
     let shapes = match shape {
         Some(s) => vec![parse_shape(&s)?],
@@ -221,7 +223,8 @@ pub fn run_bench(
     let bar = progress::bar(cases.len() as u64, "timing {pos}/{len} {bar:30} {msg}");
     for &(format, op, j, (n, k)) in &cases {
         bar.set_message(format!("{format} {}×{j} {n}x{k}", op.name()));
-        match bench::bench_case(&gpu, format, op, choice.variant, j, (n, k), copy, timing, &mut rng) {
+        let options = BindOptions { variant: choice.variant, tiled_from: choice.tiled_from };
+        match bench::bench_case(&gpu, format, op, options, j, (n, k), copy, timing, &mut rng) {
             Ok(r) => rows.push(r),
             Err(e) => skipped.push(format!("{format} {}×{j} {n}x{k}: {e}", op.name())),
         }
@@ -241,16 +244,17 @@ pub fn run_bench(
     println!("bench on {}", gpu.platform().summary());
     println!("buffer-copy bandwidth: {copy:.2} GB/s (256 MiB copy, median)");
     println!(
-        "{:<22} {:<8} {:>3} {:<10} {:>12} {:>12} {:>10} {:>9} {:>8}",
-        "format", "op", "J", "variant", "NxK", "bytes", "median ms", "GB/s", "vs copy"
+        "{:<22} {:<8} {:>4} {:<10} {:<6} {:>12} {:>12} {:>10} {:>9} {:>8}",
+        "format", "op", "J", "variant", "kernel", "NxK", "bytes", "median ms", "GB/s", "vs copy"
     );
     for r in &rows {
         println!(
-            "{:<22} {:<8} {:>3} {:<10} {:>12} {:>12} {:>10.3} {:>9.2} {:>7.1}%",
+            "{:<22} {:<8} {:>4} {:<10} {:<6} {:>12} {:>12} {:>10.3} {:>9.2} {:>7.1}%",
             r.format,
             r.op,
             r.columns,
             r.variant,
+            r.kernel.unwrap_or("-"),
             format!("{}x{}", r.n, r.k),
             r.encoded_bytes,
             r.median_ms,

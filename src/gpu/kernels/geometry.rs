@@ -32,6 +32,14 @@ pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
 /// `partial` in `shaders/ops/matmul.wgsl` holds 8 × 256 sums).
 pub const MAX_COLUMNS: usize = 8;
+/// The tiled product kernel (`shaders/ops/matmul_tiled.wgsl`): TILED_WG invocations of
+/// TILED_ROW_BLOCK rows each, and TILE_COLUMNS columns per workgroup, each weight decoded once
+/// per tile. The tile's activation chunk takes TILE_COLUMNS × 128 bytes of workgroup memory
+/// (8 KiB), which beside the largest i-quant grid (6 KiB) fits WebGPU's 16 KiB.
+pub const TILED_WG: u32 = 64;
+pub const TILED_ROW_BLOCK: u32 = 4;
+pub const TILED_ROWS: u32 = TILED_WG * TILED_ROW_BLOCK;
+pub const TILE_COLUMNS: u32 = 64;
 /// Words per chunk of the A8 activation (`shaders/ops/matmul_a8.wgsl`): 8 of codes, d, two
 /// sums, 0.
 pub const Q8_1_CHUNK_WORDS: usize = 12;
@@ -97,6 +105,8 @@ impl RowBlock {
             (Columns::UpToMax, _, Op::MatmulA8, true) => tall,
             (Columns::UpToMax, _, Op::MatmulA8, false)
             | (Columns::UpToMax, _, Op::Matmul | Op::Dequant | Op::Gather, _) => base,
+            // The tiled kernel has no row blocks; the constants are unused.
+            (Columns::Tiled, _, _, _) => base,
         }
     }
 }

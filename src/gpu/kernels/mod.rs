@@ -38,6 +38,9 @@ const OP_MATMUL_A8: &str = include_str!("../../../shaders/ops/matmul_a8.wgsl");
 const OP_DOT4_PACKED: &str = include_str!("../../../shaders/ops/dot4_packed.wgsl");
 const OP_DOT4_EMULATED: &str = include_str!("../../../shaders/ops/dot4_emulated.wgsl");
 const OP_QUANTIZE_Q8_1: &str = include_str!("../../../shaders/ops/quantize_q8_1.wgsl");
+const OP_MATMUL_TILED: &str = include_str!("../../../shaders/ops/matmul_tiled.wgsl");
+const OP_MATMUL_TILED_WORKGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_workgroup.wgsl");
+const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_subgroup.wgsl");
 const OP_MATMUL_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_subgroup.wgsl");
 pub(crate) const PROBE: &str = include_str!("../../../shaders/ops/probe.wgsl");
 pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../../shaders/ops/probe_subgroup.wgsl");
@@ -170,13 +173,19 @@ fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> St
     let RowBlock { rows: row_block, lanes } = block;
     let rows = MATMUL_WG / lanes * row_block;
     let quarters = row_block / 4;
-    let columns = columns.capacity() as u32;
+    // The tiled kernel sizes its own sums (TILE_COLUMNS); the 8-column kernel's parts it is
+    // assembled with go unused, sized for one column so they reserve no workgroup memory.
+    let columns = match columns {
+        Columns::One | Columns::UpToMax => columns.capacity() as u32,
+        Columns::Tiled => 1,
+    };
     let row_at_a_time = match order {
         MatvecOrder::RowAtATime => true,
         MatvecOrder::RowsTogether => false,
     };
     format!(
-        "const MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        "const TILED_WG: u32 = {TILED_WG}u;\nconst TILED_ROW_BLOCK: u32 = {TILED_ROW_BLOCK}u;\nconst TILED_ROWS: u32 = {TILED_ROWS}u;\nconst TILE_COLUMNS: u32 = {TILE_COLUMNS}u;\nconst TILE_X_VECS: u32 = {}u;\nconst MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        TILE_COLUMNS * 8,
         columns * quarters,
         columns * 4 * MATMUL_WG,
         columns * row_block * (MATMUL_WG / 4)
@@ -190,16 +199,27 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     // The capability table keeps every combination below from being built where it is not
     // supported; the variant of an op without alternatives changes nothing in its source.
     let codec = Codec::for_format(key.format);
-    let op: Vec<&str> = match (key.op, key.variant) {
-        (Op::Dequant, _) => vec![OP_WEIGHTS, OP_DEQUANT],
-        (Op::Gather, _) => vec![OP_WEIGHTS, OP_GATHER],
-        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot) => vec![OP_MATMUL_A32, OP_MATMUL],
-        (Op::Matmul, Variant::Subgroup) => vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],
-        (Op::MatmulA8, Variant::Workgroup) => vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL],
-        (Op::MatmulA8, Variant::Subgroup) => {
+    let op: Vec<&str> = match (key.op, key.variant, key.columns) {
+        (Op::Dequant, _, _) => vec![OP_WEIGHTS, OP_DEQUANT],
+        (Op::Gather, _, _) => vec![OP_WEIGHTS, OP_GATHER],
+        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => {
+            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILED, OP_MATMUL_TILED_WORKGROUP]
+        }
+        (Op::Matmul, Variant::Subgroup, Columns::Tiled) => {
+            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILED, OP_MATMUL_TILED_SUBGROUP]
+        }
+        (Op::MatmulA8, _, Columns::Tiled) => {
+            return Err(Error::Unsupported(format!("{}: the tiled kernel is A32 only", key.label())))
+        }
+        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot, _) => vec![OP_MATMUL_A32, OP_MATMUL],
+        (Op::Matmul, Variant::Subgroup, _) => vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],
+        (Op::MatmulA8, Variant::Workgroup, _) => vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL],
+        (Op::MatmulA8, Variant::Subgroup, _) => {
             vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL, OP_MATMUL_SUBGROUP]
         }
-        (Op::MatmulA8, Variant::EmulatedDot) => vec![codec.a8_source()?, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL],
+        (Op::MatmulA8, Variant::EmulatedDot, _) => {
+            vec![codec.a8_source()?, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL]
+        }
     };
     if key.op.is_product() {
         let block = RowBlock::for_kernel(key.format, key.op, key.columns);

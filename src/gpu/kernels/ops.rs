@@ -2,7 +2,7 @@
 //! for how many columns (`Columns`), from which codec (`Codec`), and the key that names one
 //! compiled kernel.
 
-use super::geometry::MAX_COLUMNS;
+use super::geometry::{MAX_COLUMNS, TILE_COLUMNS};
 use crate::format::{Category, Format};
 use crate::layout::Layout;
 
@@ -15,10 +15,12 @@ use crate::layout::Layout;
 pub enum Columns {
     One,
     UpToMax,
+    /// Many columns (A32): the tiled kernel, a weight decoded once per [`TILE_COLUMNS`] columns.
+    Tiled,
 }
 
 impl Columns {
-    pub const ALL: [Columns; 2] = [Columns::One, Columns::UpToMax];
+    pub const ALL: [Columns; 3] = [Columns::One, Columns::UpToMax, Columns::Tiled];
 
     /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller) with a
     /// variant that is (`default_variant`) or is not the one the platform runs when none is
@@ -39,6 +41,7 @@ impl Columns {
         match self {
             Columns::One => 1,
             Columns::UpToMax => MAX_COLUMNS,
+            Columns::Tiled => TILE_COLUMNS as usize,
         }
     }
 
@@ -46,6 +49,7 @@ impl Columns {
         match self {
             Columns::One => "j1",
             Columns::UpToMax => "j8",
+            Columns::Tiled => "tiled",
         }
     }
 }
@@ -222,11 +226,13 @@ impl KernelKey {
     }
 
     pub fn entry_point(&self) -> &'static str {
-        match (self.op, self.variant) {
-            (Op::Dequant, _) => "dequant",
-            (Op::Gather, _) => "gather",
-            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot) => "matmul",
-            (Op::Matmul | Op::MatmulA8, Variant::Subgroup) => "matmul_subgroup",
+        match (self.op, self.variant, self.columns) {
+            (Op::Dequant, _, _) => "dequant",
+            (Op::Gather, _, _) => "gather",
+            (Op::Matmul | Op::MatmulA8, Variant::Subgroup, Columns::Tiled) => "matmul_tiled_subgroup",
+            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => "matmul_tiled",
+            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, _) => "matmul",
+            (Op::Matmul | Op::MatmulA8, Variant::Subgroup, _) => "matmul_subgroup",
         }
     }
 }

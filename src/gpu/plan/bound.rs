@@ -8,7 +8,7 @@
 
 use super::{dispatch_size, to_u32, Frame, Plan};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{self, Profile, MAX_COLUMNS, Q8_1_CHUNK_WORDS, WORDS_WG};
+use crate::gpu::kernels::{self, Profile, MAX_COLUMNS, Q8_1_CHUNK_WORDS, TILED_ROWS, TILE_COLUMNS, WORDS_WG};
 use crate::gpu::params::Params;
 
 /// An engine's operand in 4-byte words: `count` runs (columns, or gathered rows) of `len` words,
@@ -91,6 +91,8 @@ pub enum Kernel {
     Quantize,
     /// The product kernel (1..=8 columns a dispatch).
     Product,
+    /// The tiled product kernel (any columns, a tile of them per workgroup along z).
+    Tiled,
     Gather,
     Dequant,
 }
@@ -102,7 +104,8 @@ pub struct Record {
     pub kernel: Kernel,
     pub set: usize,
     pub params: Params,
-    pub groups: [u32; 2],
+    /// Workgroups along x, y and z.
+    pub groups: [u32; 3],
 }
 
 /// A bound product: row passes planned once (`Frame`'s windows), the activation and output
@@ -122,15 +125,27 @@ pub struct ProductPlan {
     pub y_stride: u64,
     /// A8: words of the private q8_1 buffer for `max_columns` columns.
     pub q8_words: u64,
+    /// The count from which records take the tiled kernel (`None`: never).
+    pub tiled_from: Option<u64>,
     rows_per_group: u64,
     max_dim: u64,
     max_groups: u64,
     base: Params,
 }
 
-/// Plans a product of up to `max_columns` columns of `x` into `y` (both in f32 words; y's runs
+/// The column counts a bound product takes: at most `max`, and from `tiled_from` on through the
+/// tiled kernel (`None`: never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnCounts {
+    pub max: u64,
+    pub tiled_from: Option<u64>,
+}
+
+/// Plans a product of up to `counts.max` columns of `x` into `y` (both in f32 words; y's runs
 /// are N long, x's K long).
-pub(super) fn product(f: &Frame, profile: Profile, x: &Operand, y: &Operand, max_columns: u64) -> Result<ProductPlan> {
+pub(super) fn product(f: &Frame, profile: Profile, io: [&Operand; 2], counts: ColumnCounts) -> Result<ProductPlan> {
+    let [x, y] = io;
+    let ColumnCounts { max: max_columns, tiled_from } = counts;
     let (v, limit) = (&f.v, f.limit);
     if x.len != v.k || y.len != v.rows {
         return Err(Error::Shape {
@@ -179,6 +194,10 @@ pub(super) fn product(f: &Frame, profile: Profile, x: &Operand, y: &Operand, max
         y: yb,
         y_stride: y.stride,
         q8_words,
+        tiled_from: match profile {
+            Profile::A32 => tiled_from,
+            Profile::A8 => None,
+        },
         rows_per_group: kernels::matmul_rows(f.format) as u64,
         max_dim: f.max_dim,
         max_groups: f.max_groups,
@@ -212,10 +231,27 @@ impl ProductPlan {
                     groups_x: groups[0],
                     ..Params::default()
                 };
+                let groups = [groups[0], groups[1], 1];
                 records.push(Record { kernel: Kernel::Quantize, set: self.passes.len(), params, groups });
                 (0, chunks * Q8_1_CHUNK_WORDS as u64 / 4)
             }
         };
+        if self.tiled_from.is_some_and(|t| columns >= t) {
+            // Every column at once: a workgroup per TILED_ROWS rows and TILE_COLUMNS columns.
+            for (i, (_, base)) in self.passes.iter().enumerate() {
+                let mut p = *base;
+                p.columns = columns as u32;
+                p.in_off = to_u32(in_first, "activation offset")?;
+                p.x_stride = to_u32(in_stride, "activation stride")?;
+                p.out_off = to_u32(self.y.first + p.row0 as u64, "output offset")?;
+                p.out_stride = to_u32(self.y_stride, "output stride")?;
+                let rows = dispatch_size((p.rows as u64).div_ceil(TILED_ROWS as u64), self.max_dim);
+                p.groups_x = rows[0];
+                let tiles = to_u32(columns.div_ceil(TILE_COLUMNS as u64), "column tiles")?;
+                records.push(Record { kernel: Kernel::Tiled, set: i, params: p, groups: [rows[0], rows[1], tiles] });
+            }
+            return Ok(records);
+        }
         let mut j0 = 0;
         while j0 < columns {
             let group = (columns - j0).min(MAX_COLUMNS as u64);
@@ -229,7 +265,7 @@ impl ProductPlan {
                 let groups = dispatch_size((p.rows as u64).div_ceil(self.rows_per_group), self.max_dim);
                 debug_assert!(groups[0] as u64 * groups[1] as u64 <= self.max_groups);
                 p.groups_x = groups[0];
-                records.push(Record { kernel: Kernel::Product, set: i, params: p, groups });
+                records.push(Record { kernel: Kernel::Product, set: i, params: p, groups: [groups[0], groups[1], 1] });
             }
             j0 += group;
         }
@@ -261,7 +297,7 @@ pub(super) fn dequant(f: &Frame, y: &Operand) -> Result<DequantPlan> {
     for (set, pass) in plan.passes.iter().enumerate() {
         let mut p = pass.params;
         p.out_off = to_u32(yb.first + p.row0 as u64 * f.v.k, "output offset")?;
-        records.push(Record { kernel: Kernel::Dequant, set, params: p, groups: pass.groups });
+        records.push(Record { kernel: Kernel::Dequant, set, params: p, groups: [pass.groups[0], pass.groups[1], 1] });
         sets.push(pass.planes);
     }
     Ok(DequantPlan { sets, y: yb, records })

@@ -147,8 +147,8 @@ impl GatherPlan {
                     out_off: self.y.first + s * self.y_stride,
                     out_stride: self.y_stride,
                 };
-                let (params, groups) = dispatch(window, self.chunks, self.max_dim, r)?;
-                records.push(Record { kernel: Kernel::Gather, set, params, groups });
+                let (params, [gx, gy]) = dispatch(window, self.chunks, self.max_dim, r)?;
+                records.push(Record { kernel: Kernel::Gather, set, params, groups: [gx, gy, 1] });
             }
             s += n;
         }

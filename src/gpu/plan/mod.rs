@@ -17,7 +17,7 @@ mod dequant;
 mod gather;
 mod matmul;
 
-pub use bound::{DequantPlan, Kernel, Operand, OperandBinding, ProductPlan, Record};
+pub use bound::{ColumnCounts, DequantPlan, Kernel, Operand, OperandBinding, ProductPlan, Record};
 pub use gather::GatherPlan;
 
 use super::kernels::{self, Op, Profile, CHUNK};
@@ -361,9 +361,9 @@ pub fn bound_product(
     place: &Placement,
     profile: Profile,
     io: [&Operand; 2],
-    max_columns: u64,
+    counts: ColumnCounts,
 ) -> Result<ProductPlan> {
-    bound::product(&Frame::new(format, geometry, limits, place)?, profile, io[0], io[1], max_columns)
+    bound::product(&Frame::new(format, geometry, limits, place)?, profile, io, counts)
 }
 
 /// Plans a bound gather of up to `max_rows` ids.

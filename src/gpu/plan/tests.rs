@@ -316,7 +316,8 @@ fn a_bound_product_records_column_groups_over_every_row_pass() {
     let x = Operand { offset: 8, len: 512, stride: 516, buffer_words: 8 + 516 * 20 };
     let y = Operand { offset: 3, len: 600, stride: 601, buffer_words: 3 + 601 * 20 };
     for profile in [Profile::A32, Profile::A8] {
-        let p = bound_product(Format::GgufQ4K, &g, &l, &place, profile, [&x, &y], 20).unwrap();
+        let counts = ColumnCounts { max: 20, tiled_from: None };
+        let p = bound_product(Format::GgufQ4K, &g, &l, &place, profile, [&x, &y], counts).unwrap();
         assert_eq!(p.passes.len(), 3, "three row passes");
         let records = p.records(19).unwrap();
         let (quantize, products): (Vec<&Record>, Vec<&Record>) =
@@ -342,4 +343,33 @@ fn a_bound_product_records_column_groups_over_every_row_pass() {
         }
         assert!(p.records(21).unwrap_err().to_string().contains("1..=20"));
     }
+}
+
+#[test]
+fn past_the_crossover_a32_records_take_the_tiled_kernel_and_a8_never_does() {
+    // 72 KiB of weights over 64 KiB windows: two row passes; 32 columns of x and y fit one.
+    let l = limits(1 << 16, 65535);
+    let g = geometry(Format::GgufQ4K, &[256, 512], 1);
+    let place = placed(&g, &l);
+    let x = Operand { offset: 0, len: 512, stride: 512, buffer_words: 512 * 32 };
+    let y = Operand { offset: 0, len: 256, stride: 256, buffer_words: 256 * 32 };
+    let counts = ColumnCounts { max: 32, tiled_from: Some(16) };
+    let a32 = bound_product(Format::GgufQ4K, &g, &l, &place, Profile::A32, [&x, &y], counts).unwrap();
+    assert!(a32.records(15).unwrap().iter().all(|r| r.kernel == Kernel::Product), "below the crossover");
+    let tiled = a32.records(32).unwrap();
+    assert_eq!(tiled.len(), a32.passes.len(), "one dispatch per row pass");
+    assert!(a32.passes.len() > 1);
+    for (i, r) in tiled.iter().enumerate() {
+        assert_eq!((r.kernel, r.set, r.params.columns), (Kernel::Tiled, i, 32));
+        let rows = (r.params.rows as u64).div_ceil(crate::gpu::kernels::TILED_ROWS as u64);
+        assert_eq!(
+            r.groups[0] as u64 * r.groups[1] as u64,
+            rows.max(1),
+            "a workgroup per {} rows",
+            crate::gpu::kernels::TILED_ROWS
+        );
+        assert_eq!(r.groups[2], 32u32.div_ceil(crate::gpu::kernels::TILE_COLUMNS), "a z-workgroup per column tile");
+    }
+    let a8 = bound_product(Format::GgufQ4K, &g, &l, &place, Profile::A8, [&x, &y], counts).unwrap();
+    assert!(a8.records(32).unwrap().iter().all(|r| r.kernel != Kernel::Tiled), "A8 has no tiled kernel");
 }

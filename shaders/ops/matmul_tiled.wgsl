@@ -1,0 +1,68 @@
+// Matmul for many columns (A32): each weight chunk is decoded once per tile of TILE_COLUMNS
+// columns, where the 8-column kernel (shaders/ops/matmul.wgsl) decodes it once per 8, and the
+// activation is read from workgroup memory. A workgroup takes TILED_ROWS rows, TILED_ROW_BLOCK
+// consecutive rows per invocation, and one column tile (workgroup_id.z). Y is column-major as in
+// matmul.wgsl: OUT[P.out_off + j * P.out_stride + row], for the P.columns columns from
+// X[P.in_off + j * P.x_stride ..] on.
+//
+// Every invocation is at the same chunk at once: it decodes its rows' chunk once and takes every
+// column's activation chunk in turn, staged by the variant (a workgroup copy, or subgroup
+// shuffles), where the 8-column kernel's lanes each load their own (most of its loads at many
+// columns: docs/performance.md#tiled-products).
+//
+// The decoded chunks become weights (a q - b) once, then serve every column: the products the
+// other kernels compute, rounded in another order (the A32 bound allows it).
+
+// A row's chunk as weights (a q - b), zero for a row past the pass's end.
+fn chunk_weights(row: u32, c: u32) -> Chunk {
+    var w: Chunk;
+    if row < P.rows {
+        let q = chunk_levels(row, c);
+        let f = chunk_affine(row, c);
+        for (var i = 0u; i < 4u; i++) {
+            w[i] = q[i] * f.x - f.y;
+            w[i + 4u] = q[i + 4u] * f.z - f.w;
+        }
+    }
+    return w;
+}
+
+fn dot_chunk(w: Chunk, x: Chunk) -> f32 {
+    var s = w[0] * x[0];
+    for (var i = 1u; i < 8u; i++) {
+        s += w[i] * x[i];
+    }
+    return hsum(s);
+}
+
+// The body of both variants' entry points: `stage_chunk` and `column_chunk` are the variant's
+// (shaders/ops/matmul_tiled_workgroup.wgsl, shaders/ops/matmul_tiled_subgroup.wgsl); `lane` is
+// the subgroup invocation id where the variant has one.
+fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
+    codec_prepare(li, TILED_WG);
+    let row = (wg.y * P.groups_x + wg.x) * TILED_ROWS + li * TILED_ROW_BLOCK;
+    let j0 = wg.z * TILE_COLUMNS;
+    let columns = min(TILE_COLUMNS, P.columns - j0);
+    // The invocation's sums, four rows to a vec4, indexed by the (uniform) column of the tile.
+    var acc: array<vec4<f32>, TILE_COLUMNS>;
+    // Every loop here is uniform (the same trip count for every invocation), as the barriers
+    // need; rows past the pass's end decode to zero weights.
+    for (var c = 0u; c < P.chunks; c++) {
+        stage_chunk(j0, columns, c, li);
+        let w0 = chunk_weights(row, c);
+        let w1 = chunk_weights(row + 1u, c);
+        let w2 = chunk_weights(row + 2u, c);
+        let w3 = chunk_weights(row + 3u, c);
+        for (var j = 0u; j < columns; j++) {
+            let x = column_chunk(j0, j, c, lane);
+            acc[j] += vec4<f32>(dot_chunk(w0, x), dot_chunk(w1, x), dot_chunk(w2, x), dot_chunk(w3, x));
+        }
+    }
+    for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
+        if row + b < P.rows {
+            for (var j = 0u; j < columns; j++) {
+                write_column(row + b, j0 + j, acc[j][b]);
+            }
+        }
+    }
+}
