@@ -110,7 +110,7 @@ fn step_on_gpu(gpu: &Gpu, tensors: [&EncodedTensor; 3]) -> Result<Vec<f32>, Erro
     // Bound once: planning, validation and every object; each step only records.
     let gather = block_on(gpu.bind_gather(
         &embedding,
-        DeviceSlice::new(&ids, 0, 1),
+        DeviceSlice::new(&ids, 0, TOKENS.len() as u64),
         DeviceSlice::new(&rows, 0, WIDTH as u64),
         TOKENS.len() as u32,
     ))?;

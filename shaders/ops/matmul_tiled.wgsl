@@ -1,4 +1,4 @@
-// Matmul for many columns (A32): each weight chunk is decoded once per tile of TILE_COLUMNS
+// Matmul for many columns, A32 (the A8 profile's body is shaders/ops/matmul_tiled_a8.wgsl): each weight chunk is decoded once per tile of TILE_COLUMNS
 // columns, where the 8-column kernel (shaders/ops/matmul.wgsl) decodes it once per 8, and the
 // activation is read from workgroup memory. A workgroup takes TILED_ROWS rows, TILED_ROW_BLOCK
 // consecutive rows per invocation, and one column tile (workgroup_id.z). Y is column-major as in
@@ -27,6 +27,16 @@ fn chunk_weights(row: u32, c: u32) -> Chunk {
     return w;
 }
 
+// What the variants stage per column and step (shaders/ops/matmul_tiled_workgroup.wgsl,
+// shaders/ops/matmul_tiled_subgroup.wgsl): a step is one chunk, its activation 8 vec4<f32>.
+alias XVec = vec4<f32>;
+alias XStep = Chunk;
+const X_STEP_VECS: u32 = 8u;
+
+fn x_step_vec(j: u32, step: u32, i: u32) -> vec4<f32> {
+    return x_quad(j, step, i);
+}
+
 fn dot_chunk(w: Chunk, x: Chunk) -> f32 {
     var s = w[0] * x[0];
     for (var i = 1u; i < 8u; i++) {
@@ -35,7 +45,7 @@ fn dot_chunk(w: Chunk, x: Chunk) -> f32 {
     return hsum(s);
 }
 
-// The body of both variants' entry points: `stage_chunk` and `column_chunk` are the variant's
+// The body of both variants' entry points: `stage_step` and `column_step` are the variant's
 // (shaders/ops/matmul_tiled_workgroup.wgsl, shaders/ops/matmul_tiled_subgroup.wgsl); `lane` is
 // the subgroup invocation id where the variant has one.
 fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
@@ -48,13 +58,13 @@ fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
     // Every loop here is uniform (the same trip count for every invocation), as the barriers
     // need; rows past the pass's end decode to zero weights.
     for (var c = 0u; c < P.chunks; c++) {
-        stage_chunk(j0, columns, c, li);
+        stage_step(j0, columns, c, li);
         let w0 = chunk_weights(row, c);
         let w1 = chunk_weights(row + 1u, c);
         let w2 = chunk_weights(row + 2u, c);
         let w3 = chunk_weights(row + 3u, c);
         for (var j = 0u; j < columns; j++) {
-            let x = column_chunk(j0, j, c, lane);
+            let x = column_step(j0, j, c, lane);
             acc[j] += vec4<f32>(dot_chunk(w0, x), dot_chunk(w1, x), dot_chunk(w2, x), dot_chunk(w3, x));
         }
     }

@@ -1,24 +1,25 @@
-// The tiled kernel's workgroup variant (shaders/ops/matmul_tiled.wgsl): for each chunk the
-// workgroup first copies the tile's activation chunk to workgroup memory, each word read from
-// storage once per workgroup, and every invocation reads the columns from there.
+// The tiled kernels' workgroup variant (shaders/ops/matmul_tiled.wgsl, matmul_tiled_a8.wgsl):
+// for each step the workgroup first copies the tile's activation to workgroup memory, each word
+// read from storage once per workgroup, and every invocation reads the columns from there. The
+// profile's body defines XVec, XStep, X_STEP_VECS (vec4s per column and step) and x_step_vec.
 
-// The tile's activation chunk: column j's eight vec4s at tile_x[8 j ..].
-var<workgroup> tile_x: array<vec4<f32>, TILE_X_VECS>;
+// The tile's activation for one step: column j's X_STEP_VECS vec4s at tile_x[X_STEP_VECS j ..].
+var<workgroup> tile_x: array<XVec, TILE_X_VECS>;
 
-fn stage_chunk(j0: u32, columns: u32, c: u32, li: u32) {
-    // The previous chunk's columns are all read before the copy overwrites them.
+fn stage_step(j0: u32, columns: u32, step: u32, li: u32) {
+    // The previous step's columns are all read before the copy overwrites them.
     workgroupBarrier();
-    for (var v = li; v < 8u * columns; v += TILED_WG) {
-        tile_x[v] = x_quad(j0 + v / 8u, c, v % 8u);
+    for (var v = li; v < X_STEP_VECS * columns; v += TILED_WG) {
+        tile_x[v] = x_step_vec(j0 + v / X_STEP_VECS, step, v % X_STEP_VECS);
     }
     workgroupBarrier();
 }
 
-// Column j0 + j's activation chunk c, as the workgroup copied it.
-fn column_chunk(j0: u32, j: u32, c: u32, lane: u32) -> Chunk {
-    var x: Chunk;
-    for (var i = 0u; i < 8u; i++) {
-        x[i] = tile_x[8u * j + i];
+// Column j0 + j's activation for `step`, as the workgroup copied it.
+fn column_step(j0: u32, j: u32, step: u32, lane: u32) -> XStep {
+    var x: XStep;
+    for (var i = 0u; i < X_STEP_VECS; i++) {
+        x[i] = tile_x[X_STEP_VECS * j + i];
     }
     return x;
 }

@@ -164,8 +164,8 @@ pub fn table(platform: Option<&Platform>) -> Vec<Row> {
 }
 
 /// Every kernel that exists (supported on some platform): what the portability test compiles.
-/// A product has two kernels per variant, one column and up to MAX_COLUMNS, and A32 a third,
-/// the tiled kernel (kernels::Columns).
+/// A product has three kernels per variant: one column, up to MAX_COLUMNS, and tiled
+/// (kernels::Columns).
 pub fn kernel_keys() -> Vec<KernelKey> {
     let mut keys = Vec::new();
     for format in Format::ALL {
@@ -175,8 +175,7 @@ pub fn kernel_keys() -> Vec<KernelKey> {
                     continue;
                 }
                 let columns: &[Columns] = match op {
-                    Op::Matmul => &Columns::ALL,
-                    Op::MatmulA8 => &[Columns::One, Columns::UpToMax],
+                    Op::Matmul | Op::MatmulA8 => &Columns::ALL,
                     Op::Dequant | Op::Gather => &[Columns::One],
                 };
                 keys.extend(columns.iter().map(|&columns| KernelKey { format, op, variant, columns }));
@@ -196,28 +195,29 @@ pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
         .unwrap_or(Variant::Workgroup)
 }
 
-/// The column count from which an A32 product of `variant` takes the tiled kernel on this
-/// platform (`None` where the op has none: A8, dequant, gather). The 8-column kernel decodes
+/// The column count from which a product of `variant` takes the tiled kernel on this platform
+/// (`None` for dequant and gather). The 8-column kernel decodes
 /// every weight once per 8 columns and loads each activation chunk per lane; the tiled one
 /// decodes once per 64 and stages the activation (docs/performance.md#tiled-products).
 pub fn tiled_from(format: Format, op: Op, variant: Variant, platform: &Platform) -> Option<u32> {
     let _ = format;
     match op {
-        Op::Matmul => Some(match tiled_variant(variant, platform) {
+        Op::Matmul | Op::MatmulA8 => Some(match tiled_variant(variant, platform) {
             Variant::Subgroup => TILED_FROM_SUBGROUP,
             Variant::Workgroup | Variant::EmulatedDot => TILED_FROM_WORKGROUP,
         }),
-        Op::MatmulA8 | Op::Dequant | Op::Gather => None,
+        Op::Dequant | Op::Gather => None,
     }
 }
 
 /// The variant of the tiled kernel a product of `variant` takes: its subgroup variant shuffles
-/// each activation chunk from a subgroup's first 8 lanes, so it needs subgroups of 8 or more;
-/// elsewhere the workgroup variant runs.
+/// each activation step from a subgroup's first 8 lanes, so it needs subgroups of 8 or more;
+/// elsewhere the workgroup-memory staging runs (A8's emulated dot product keeps its own).
 pub fn tiled_variant(variant: Variant, platform: &Platform) -> Variant {
     match variant {
         Variant::Subgroup if platform.subgroup_min_size >= 8 => Variant::Subgroup,
-        Variant::Subgroup | Variant::Workgroup | Variant::EmulatedDot => Variant::Workgroup,
+        Variant::Subgroup | Variant::Workgroup => Variant::Workgroup,
+        Variant::EmulatedDot => Variant::EmulatedDot,
     }
 }
 

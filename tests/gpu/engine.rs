@@ -48,7 +48,7 @@ fn a_bound_gather_reads_ids_on_the_device_across_windows_and_flags_out_of_range_
             block_on(gpu.create_buffer_with(&vec![1u32; (y_at + stride * ids.len() as u64) as usize], "y")).unwrap();
         let op = block_on(gpu.bind_gather(
             &table,
-            DeviceSlice::new(&id_buf, id_at, 1),
+            DeviceSlice::new(&id_buf, id_at, ids.len() as u64),
             DeviceSlice::new(&y_buf, y_at, k).with_stride(stride),
             ids.len() as u32,
         ))
@@ -147,6 +147,20 @@ fn bad_operands_are_refused_before_anything_is_recorded() {
         "4096 columns over a 64 KiB binding",
         bind(DeviceSlice::new(&big, 0, 64), DeviceSlice::new(&big_y, 0, 16), 4096),
         &["1048576 bytes", "65536-byte"],
+    );
+    // A gather's ids hold at least its largest count, and never share the output's buffer.
+    let ids = block_on(gpu.create_buffer_with(&[0u32; 8], "ids")).unwrap();
+    let rows = block_on(gpu.create_buffer(64 * 8, "rows")).unwrap();
+    let gather = |ids: DeviceSlice<'_, u32>, y: DeviceSlice<'_, u32>, max| block_on(gpu.bind_gather(&w, ids, y, max));
+    refused(
+        "4 ids for 5 rows",
+        gather(DeviceSlice::new(&ids, 0, 4), DeviceSlice::new(&rows, 0, 64), 5),
+        &["4 ids", "5"],
+    );
+    refused(
+        "ids and rows in one buffer",
+        gather(DeviceSlice::new(&rows, 0, 4), DeviceSlice::new(&rows, 64, 64), 4),
+        &["one buffer"],
     );
     // Counts are checked at record; an accepted record and the refused one change nothing.
     let op = bind(xs, ys, 8).unwrap();

@@ -39,6 +39,7 @@ const OP_DOT4_PACKED: &str = include_str!("../../../shaders/ops/dot4_packed.wgsl
 const OP_DOT4_EMULATED: &str = include_str!("../../../shaders/ops/dot4_emulated.wgsl");
 const OP_QUANTIZE_Q8_1: &str = include_str!("../../../shaders/ops/quantize_q8_1.wgsl");
 const OP_MATMUL_TILED: &str = include_str!("../../../shaders/ops/matmul_tiled.wgsl");
+const OP_MATMUL_TILED_A8: &str = include_str!("../../../shaders/ops/matmul_tiled_a8.wgsl");
 const OP_MATMUL_TILED_WORKGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_workgroup.wgsl");
 const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_subgroup.wgsl");
 const OP_MATMUL_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_subgroup.wgsl");
@@ -208,8 +209,35 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         (Op::Matmul, Variant::Subgroup, Columns::Tiled) => {
             vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILED, OP_MATMUL_TILED_SUBGROUP]
         }
-        (Op::MatmulA8, _, Columns::Tiled) => {
-            return Err(Error::Unsupported(format!("{}: the tiled kernel is A32 only", key.label())))
+        (Op::MatmulA8, Variant::Workgroup, Columns::Tiled) => {
+            vec![
+                codec.a8_source()?,
+                OP_DOT4_PACKED,
+                OP_MATMUL_A8,
+                OP_MATMUL,
+                OP_MATMUL_TILED_A8,
+                OP_MATMUL_TILED_WORKGROUP,
+            ]
+        }
+        (Op::MatmulA8, Variant::Subgroup, Columns::Tiled) => {
+            vec![
+                codec.a8_source()?,
+                OP_DOT4_PACKED,
+                OP_MATMUL_A8,
+                OP_MATMUL,
+                OP_MATMUL_TILED_A8,
+                OP_MATMUL_TILED_SUBGROUP,
+            ]
+        }
+        (Op::MatmulA8, Variant::EmulatedDot, Columns::Tiled) => {
+            vec![
+                codec.a8_source()?,
+                OP_DOT4_EMULATED,
+                OP_MATMUL_A8,
+                OP_MATMUL,
+                OP_MATMUL_TILED_A8,
+                OP_MATMUL_TILED_WORKGROUP,
+            ]
         }
         (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot, _) => vec![OP_MATMUL_A32, OP_MATMUL],
         (Op::Matmul, Variant::Subgroup, _) => vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],

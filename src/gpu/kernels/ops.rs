@@ -15,7 +15,7 @@ use crate::layout::Layout;
 pub enum Columns {
     One,
     UpToMax,
-    /// Many columns (A32): the tiled kernel, a weight decoded once per [`TILE_COLUMNS`] columns.
+    /// Many columns: the tiled kernel, a weight decoded once per [`TILE_COLUMNS`] columns.
     Tiled,
 }
 

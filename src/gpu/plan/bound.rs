@@ -194,10 +194,7 @@ pub(super) fn product(f: &Frame, profile: Profile, io: [&Operand; 2], counts: Co
         y: yb,
         y_stride: y.stride,
         q8_words,
-        tiled_from: match profile {
-            Profile::A32 => tiled_from,
-            Profile::A8 => None,
-        },
+        tiled_from,
         rows_per_group: kernels::matmul_rows(f.format) as u64,
         max_dim: f.max_dim,
         max_groups: f.max_groups,

@@ -100,7 +100,8 @@ pub struct GatherPlan {
     max_dim: u64,
 }
 
-/// Plans a gather of up to `max_rows` ids (one run of that many words) into `y` (runs of K words).
+/// Plans a gather of up to `max_rows` ids (the first `max_rows` of `ids`, one run) into `y` (runs of
+/// K words).
 pub(super) fn bound(f: &Frame, ids: &Operand, y: &Operand, max_rows: u64) -> Result<GatherPlan> {
     if y.len != f.v.k {
         return Err(Error::Shape {
@@ -111,6 +112,12 @@ pub(super) fn bound(f: &Frame, ids: &Operand, y: &Operand, max_rows: u64) -> Res
     }
     if f.is_empty() {
         return Err(Error::Unsupported(format!("{}: a table with no values has nothing to gather", f.format)));
+    }
+    if ids.len < max_rows {
+        return Err(Error::Unsupported(format!(
+            "gather ids: a slice of {} ids cannot hold the {max_rows} a record may take",
+            ids.len
+        )));
     }
     let idb = Operand { len: max_rows, stride: max_rows, ..*ids }.bind("gather ids", 1, f.align, f.limit, false)?;
     let yb = y.bind("gather y", max_rows, f.align, f.limit, false)?;
