@@ -1,9 +1,10 @@
-//! The engine API beyond conformance's bound products: gathers whose ids stay on the device
-//! (across windows, with out-of-range ids flagged, never read), dequant into an engine's buffer,
-//! the refusals, and a device lost mid-sequence.
+//! The engine API beyond conformance's bound products: both product kernels in every variant,
+//! gathers whose ids stay on the device (across windows, with out-of-range ids flagged, never
+//! read), dequant into an engine's buffer, the refusals, and a device lost mid-sequence.
 
 use super::first_gpu;
-use ninfer_wgpu::gpu::{DeviceSlice, Gpu, GpuOptions, Profile, POISON};
+use ninfer_wgpu::conformance::{self, Verdict};
+use ninfer_wgpu::gpu::{self, DeviceSlice, Gpu, GpuOptions, Op, Profile, Variant, POISON};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{self, random_words, Rng, Words};
 use ninfer_wgpu::{oracle, EncodedTensor, Error, Format};
@@ -194,4 +195,47 @@ fn a_device_lost_mid_sequence_is_an_error_not_a_panic() {
     assert!(err.to_string().contains("lost"), "{err}");
     let err = block_on(gpu.read(DeviceSlice::<f32>::new(&y, 0, 8), 1)).expect_err("reading back is refused");
     assert!(err.to_string().contains("lost"), "{err}");
+}
+
+/// Both product kernels (tiled, and the 8-column one in groups) in every variant the first
+/// adapter supports, A32 and A8, at counts on both sides of a 64-column tile.
+#[test]
+fn products_of_many_columns_meet_the_oracle_through_either_kernel_and_every_variant() {
+    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
+    let seed = testgen::test_seed("products of many columns").expect("seed");
+    let mut rng = Rng::new(seed);
+    // The tiled kernel from the first column, and never (groups of 8 through the 8-column
+    // kernel), whatever the platform's crossover; counts on both sides of a 64-column tile.
+    let kernels = [Some(1), Some(u32::MAX)];
+    for (format, shape) in
+        [(Format::GgufQ4K, vec![70, 512]), (Format::Q4G64Fp16, vec![33, 200]), (Format::Bf16, vec![9, 40])]
+    {
+        let words = random_words(format, &shape, 1, &mut rng, Words::Finite).unwrap();
+        let t = EncodedTensor::encode(&words, format.layout()).unwrap();
+        for op in [Op::Matmul, Op::MatmulA8] {
+            for variant in Variant::ALL {
+                let status =
+                    ninfer_wgpu::gpu::capability::status(format, t.layout(), op, variant, Some(gpu.platform()));
+                if status != ninfer_wgpu::gpu::capability::Status::Supported {
+                    continue;
+                }
+                for tiled_from in kernels {
+                    let options = gpu::BindOptions { variant: None, tiled_from };
+                    let counts = [2, 9, 64, 65, 130];
+                    let r =
+                        block_on(conformance::check_bound_products(&gpu, &t, op, variant, options, &counts, &mut rng))
+                            .unwrap();
+                    assert_eq!(r.columns, counts.iter().sum::<usize>());
+                    assert_ne!(
+                        r.verdict,
+                        Verdict::Fail,
+                        "seed {seed}: {format} {} {} tiled from {tiled_from:?}: {}",
+                        op.name(),
+                        variant.name(),
+                        r.detail
+                    );
+                }
+            }
+        }
+    }
 }
