@@ -1,7 +1,8 @@
 // The page: opens WebGPU through the wasm package, runs the conformance suite on the visitor's
 // GPU, and lists and verifies a dropped GGUF/.ninfer file. `window.ninfer` is the hook the
 // headless test (web/drive.mjs) reads; `?run=conformance[&formats=a,b]` starts the suite at once.
-import init, { NinferGpu, NinferModel, conformanceHtml, verifyHtml } from './pkg/ninfer_wgpu.js';
+import init, { NinferGpu, NinferModel, NinferStep, conformanceHtml, verifyHtml } from './pkg/ninfer_wgpu.js';
+import { engineStep } from './engine-check.js';
 
 const $ = (id) => document.getElementById(id);
 const hook = (window.ninfer = { done: false, result: null, error: null, timings: {}, api: null });
@@ -177,7 +178,7 @@ async function start() {
   hook.platform = state.gpu.platform();
   $('device-line').textContent = describe(hook.platform);
   $('run').disabled = false;
-  hook.api = { runConformance, loadBytes, verifyModel, NinferModel };
+  hook.api = { runConformance, loadBytes, verifyModel, NinferModel, engineStep: () => engineStep(state.gpu, state.model, NinferStep) };
 }
 
 const query = new URLSearchParams(location.search);

@@ -79,6 +79,17 @@ try {
     }, fixtures);
     console.log(`fixture.gguf in the page: ${verified.listed} listed, ${verified.tensors} verified, ${verified.failed} failed`);
     if (verified.failed !== 0 || verified.tensors === 0) fail(`verify in the page: ${verified.verdicts.join('; ')}`);
+    // The engine API: a bound product, the page's own kernel after it, one read-back.
+    const step = await page.evaluate(async () => {
+      try {
+        return await window.ninfer.api.engineStep();
+      } catch (e) {
+        return { error: e.message, panic: globalThis.ninferLastPanic || null };
+      }
+    });
+    if (step.error) fail(`engine step in the page: ${step.error}${step.panic ? ' ' + step.panic : ''}`);
+    else if (step.mismatches !== 0 || step.outputs === 0) fail(`engine step: ${step.mismatches} of ${step.outputs} outputs differ from the host-slice matvec`);
+    else console.log(`engine step in the page: ${step.format} ${step.n}x${step.k}, ${step.columns} columns bound, the page's kernel after it: ${step.outputs} outputs bit for bit`);
   }
 
   await page.waitForFunction(() => window.ninfer.done, null, { timeout: minutes * 60_000, polling: 1000 });

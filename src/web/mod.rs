@@ -18,6 +18,9 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+mod engine;
+pub use engine::{NinferBuffer, NinferOp, NinferStep, NinferTensor};
+
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_namespace = console, js_name = error)]
