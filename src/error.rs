@@ -54,6 +54,11 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error("io: {}", message(.0))]
     Io(String),
+
+    /// A model whose configuration is missing, mistyped or inconsistent (its metadata keys and
+    /// tensor shapes), or of an architecture this does not run.
+    #[error("model: {}", message(.0))]
+    Model(String),
 }
 
 impl Error {

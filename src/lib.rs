@@ -16,6 +16,7 @@ pub mod format;
 pub mod gguf;
 pub mod gpu;
 pub mod layout;
+pub mod llm;
 pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;

@@ -1,0 +1,170 @@
+//! The configuration from tables of metadata: gemma-3-270m's own values, then each way a file
+//! can be wrong.
+
+use super::*;
+use std::collections::HashMap;
+
+/// Metadata and tensor shapes, as a GGUF would give them.
+#[derive(Clone)]
+struct Table {
+    values: HashMap<String, Value>,
+    shapes: HashMap<String, Vec<usize>>,
+}
+
+impl Source for Table {
+    fn value(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    fn shape(&self, name: &str) -> Option<Vec<usize>> {
+        self.shapes.get(name).cloned()
+    }
+}
+
+/// gemma-3-270m's metadata (as its GGUF holds it: no local RoPE base, no pattern) with a
+/// vocabulary of 300 tokens, and every tensor the configuration implies.
+fn gemma_270m() -> Table {
+    let mut values = HashMap::new();
+    let mut put = |k: &str, v: Value| values.insert(k.to_string(), v);
+    put("general.architecture", Value::String("gemma3".into()));
+    put("gemma3.context_length", Value::U32(32768));
+    put("gemma3.embedding_length", Value::U32(640));
+    put("gemma3.block_count", Value::U32(18));
+    put("gemma3.feed_forward_length", Value::U32(2048));
+    put("gemma3.attention.head_count", Value::U32(4));
+    put("gemma3.attention.head_count_kv", Value::U32(1));
+    put("gemma3.attention.key_length", Value::U32(256));
+    put("gemma3.attention.value_length", Value::U32(256));
+    put("gemma3.attention.layer_norm_rms_epsilon", Value::F32(1e-6));
+    put("gemma3.rope.freq_base", Value::F32(1e6));
+    put("gemma3.attention.sliding_window", Value::U32(512));
+    put("tokenizer.ggml.tokens", Value::Array(Array::String((0..300).map(|i| format!("t{i}")).collect())));
+    let mut table = Table { values, shapes: HashMap::new() };
+    let config = Gemma3Config {
+        blocks: 18,
+        width: 640,
+        feed_forward: 2048,
+        heads: 4,
+        kv_heads: 1,
+        key_length: 256,
+        value_length: 256,
+        context_length: 32768,
+        vocab: 300,
+        rms_epsilon: 1e-6,
+        rope_base_global: 1e6,
+        rope_base_local: 1e4,
+        sliding_window: Some(512),
+        local: Vec::new(),
+        final_logit_softcap: None,
+        attention_scale: 1.0 / 16.0,
+        embedding_scale: 640f32.sqrt(),
+    };
+    table.shapes = config.tensors().into_iter().collect();
+    table
+}
+
+fn refused(t: &Table, needles: &[&str]) {
+    match Gemma3Config::from_source(t) {
+        Err(Error::Model(m)) => assert!(needles.iter().all(|n| m.contains(n)), "`{m}` lacks {needles:?}"),
+        other => panic!("expected a model error with {needles:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn gemma_270m_reads_with_llama_cpps_defaults_for_what_its_file_omits() {
+    let c = Gemma3Config::from_source(&gemma_270m()).unwrap();
+    assert_eq!((c.blocks, c.width, c.feed_forward, c.heads, c.kv_heads), (18, 640, 2048, 4, 1));
+    assert_eq!((c.key_length, c.value_length, c.context_length, c.vocab), (256, 256, 32768, 300));
+    assert_eq!((c.rope_base_global, c.rope_base_local, c.sliding_window), (1e6, 1e4, Some(512)));
+    // A pattern of 6: blocks 5, 11 and 17 global, the rest local.
+    let global: Vec<usize> = (0..18).filter(|&b| !c.local[b]).collect();
+    assert_eq!(global, [5, 11, 17]);
+    assert_eq!(c.attention_scale, 1.0 / 16.0);
+    assert_eq!(c.final_logit_softcap, None);
+}
+
+#[test]
+fn a_pattern_key_and_a_missing_window_change_which_blocks_are_local() {
+    let mut t = gemma_270m();
+    t.values.insert("gemma3.attention.sliding_window_pattern".into(), Value::U32(3));
+    let c = Gemma3Config::from_source(&t).unwrap();
+    assert_eq!((0..18).filter(|&b| !c.local[b]).collect::<Vec<_>>(), [2, 5, 8, 11, 14, 17]);
+    let each: Vec<bool> = (0..18).map(|b| b % 2 == 0).collect();
+    t.values.insert("gemma3.attention.sliding_window_pattern".into(), Value::Array(Array::Bool(each.clone())));
+    assert_eq!(Gemma3Config::from_source(&t).unwrap().local, each);
+    t.values.remove("gemma3.attention.sliding_window");
+    let c = Gemma3Config::from_source(&t).unwrap();
+    assert_eq!((c.sliding_window, c.local.iter().any(|&l| l)), (None, false), "no window: every block global");
+}
+
+#[test]
+fn another_architecture_is_refused_by_name() {
+    let mut t = gemma_270m();
+    t.values.insert("general.architecture".into(), Value::String("llama".into()));
+    refused(&t, &["architecture `llama` is not supported", "gemma3"]);
+    t.values.remove("general.architecture");
+    refused(&t, &["general.architecture", "missing"]);
+}
+
+#[test]
+fn a_missing_mistyped_or_out_of_range_key_is_named() {
+    for (k, v, needles) in [
+        ("gemma3.block_count", None, vec!["gemma3.block_count", "missing"]),
+        (
+            "gemma3.embedding_length",
+            Some(Value::F32(640.0)),
+            vec!["gemma3.embedding_length", "unsigned integer", "f32"],
+        ),
+        ("gemma3.attention.head_count", Some(Value::I32(-4)), vec!["gemma3.attention.head_count", "i32"]),
+        ("gemma3.attention.key_length", Some(Value::U32(0)), vec!["gemma3.attention.key_length", "= 0"]),
+        ("gemma3.context_length", Some(Value::U64(1 << 40)), vec!["gemma3.context_length", "1048576"]),
+        ("gemma3.attention.layer_norm_rms_epsilon", None, vec!["layer_norm_rms_epsilon", "missing"]),
+        (
+            "gemma3.attention.layer_norm_rms_epsilon",
+            Some(Value::F32(f32::NAN)),
+            vec!["layer_norm_rms_epsilon", "positive, finite"],
+        ),
+        ("gemma3.rope.freq_base", Some(Value::F32(-1.0)), vec!["gemma3.rope.freq_base", "positive"]),
+        ("gemma3.rope.freq_base_swa", Some(Value::String("10000".into())), vec!["freq_base_swa", "a string"]),
+        ("gemma3.attention.sliding_window", Some(Value::Bool(true)), vec!["sliding_window", "bool"]),
+        (
+            "gemma3.attention.sliding_window_pattern",
+            Some(Value::Array(Array::Bool(vec![true; 17]))),
+            vec!["18 bools", "17"],
+        ),
+        ("gemma3.attention.sliding_window_pattern", Some(Value::U32(19)), vec!["sliding_window_pattern", "at most 18"]),
+        ("tokenizer.ggml.tokens", Some(Value::Array(Array::U32(vec![1, 2]))), vec!["tokenizer.ggml.tokens", "strings"]),
+        ("tokenizer.ggml.tokens", None, vec!["tokenizer.ggml.tokens", "missing"]),
+    ] {
+        let mut t = gemma_270m();
+        match v {
+            Some(v) => t.values.insert(k.to_string(), v),
+            None => t.values.remove(k),
+        };
+        refused(&t, &needles);
+    }
+}
+
+#[test]
+fn heads_that_do_not_divide_are_refused_naming_both() {
+    let mut t = gemma_270m();
+    t.values.insert("gemma3.attention.head_count_kv".into(), Value::U32(3));
+    refused(&t, &["head_count` = 4", "head_count_kv` = 3", "multiple"]);
+}
+
+#[test]
+fn a_missing_tensor_or_one_of_another_shape_is_named() {
+    let mut t = gemma_270m();
+    t.shapes.remove("blk.7.ffn_down.weight");
+    refused(&t, &["blk.7.ffn_down.weight", "missing"]);
+    let mut t = gemma_270m();
+    t.shapes.insert("blk.0.attn_k.weight".into(), vec![512, 640]);
+    refused(&t, &["blk.0.attn_k.weight", "[512, 640]", "[256, 640]"]);
+    let mut t = gemma_270m();
+    t.shapes.insert("output.weight".into(), vec![299, 640]);
+    refused(&t, &["output.weight", "[299, 640]"]);
+    // The vocabulary is the tokenizer's: an embedding table of another length disagrees.
+    let mut t = gemma_270m();
+    t.values.insert("tokenizer.ggml.tokens".into(), Value::Array(Array::String(vec!["a".into(); 301])));
+    refused(&t, &["token_embd.weight", "[300, 640]", "[301, 640]"]);
+}
