@@ -1,7 +1,10 @@
-//! gemma-3-270m's own GGUF: its configuration reads as llama.cpp reads it. The file (253 MB) is
-//! named by `NINFER_GEMMA`, else looked for where `../shared/tools/fetch-gemma.sh` caches it
-//! (`~/.cache/ninfer-wgpu`); CI does not fetch it yet, so there the test reports a skip (the
-//! configuration's rules are tested without it in `src/llm/config/tests.rs`).
+//! gemma-3-270m's own GGUF: its configuration reads as llama.cpp reads it, and its vocabulary
+//! encodes as llama.cpp's own `llama-tokenize` encodes (prose, code, non-ASCII, numbers,
+//! whitespace runs, turn markers, with and without special parsing). The file (253 MB) is named
+//! by `NINFER_GEMMA`, else looked for where `../shared/tools/fetch-gemma.sh` caches it
+//! (`~/.cache/ninfer-wgpu`). CI fetches neither the file nor llama.cpp yet, so there these tests
+//! report a skip; the rules themselves are tested without them (`src/llm/config/tests.rs`,
+//! `src/llm/tokenizer/tests.rs`).
 
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::Gemma3Config;
@@ -33,4 +36,65 @@ fn gemma_270m_configuration_reads_from_its_own_file() {
     // Tied: no output matrix of its own; the embedding table is the head.
     assert!(file.info("output.weight").is_none());
     assert_eq!(c.tensors().len(), 2 + 13 * 18);
+}
+
+/// llama.cpp's own tokenizer (`llama-tokenize`, built in the peer tree by
+/// `cmake --build build --target llama-tokenize`), named by `LLAMA_TOKENIZE`.
+fn llama_tokenize() -> Option<PathBuf> {
+    let path = std::env::var_os("LLAMA_TOKENIZE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/llamacpp-peer/build/bin/llama-tokenize"));
+    path.exists().then_some(path)
+}
+
+/// Texts of every kind the issue names: prose, source code, non-ASCII, numbers, whitespace runs.
+const TEXTS: [&str; 7] = [
+    "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times.",
+    "fn main() {\n    let x: Vec<u32> = (0..10).map(|i| i * 2).collect();\n    println!(\"{x:?}\");\n}\n",
+    "Café, naïve, Ærøskøbing; 東京は日本の首都です。 Привет, мир! 🙂🚀 ünïcödé",
+    "Numbers: 3.14159, 2,718,281; 1e-6 and 0x7fc0dead; 12345678901234567890.",
+    "  leading spaces,\ttabs\t\tand\n\n\nnewlines   trailing   ",
+    "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n",
+    "",
+];
+
+#[test]
+fn gemma_270m_encodes_as_llama_cpp_does() {
+    let (Some(path), Some(tool)) = (model(), llama_tokenize()) else {
+        eprintln!("skipped: needs gemma-3-270m-q4_k_m.gguf and llama.cpp's llama-tokenize (LLAMA_TOKENIZE)");
+        return;
+    };
+    let file = GgufFile::open(&path).unwrap();
+    let tokenizer = ninfer_wgpu::llm::Tokenizer::from_gguf(&file).unwrap();
+    let dir = std::env::temp_dir().join(format!("ninfer-tokenize-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, text) in TEXTS.iter().enumerate() {
+        let f = dir.join(format!("{i}.txt"));
+        std::fs::write(&f, text).unwrap();
+        // Both ways special-token text is read: parsed (llama-tokenize's default) and plain.
+        for special in [true, false] {
+            let mut args: Vec<&std::ffi::OsStr> =
+                vec!["-m".as_ref(), path.as_os_str(), "-f".as_ref(), f.as_os_str(), "--ids".as_ref()];
+            args.extend(["--log-disable", "--no-escape"].map(std::ffi::OsStr::new));
+            if !special {
+                args.push("--no-parse-special".as_ref());
+            }
+            let out = std::process::Command::new(&tool).args(&args).output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let line = stdout
+                .lines()
+                .rev()
+                .find(|l| l.starts_with('['))
+                .unwrap_or_else(|| panic!("no ids from llama-tokenize: {stdout}"));
+            let want: Vec<u32> = line
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| s.trim().parse().unwrap())
+                .collect();
+            let got = tokenizer.encode(text, special).unwrap();
+            assert_eq!(got, want, "text {i}, special parsed: {special}: {text:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

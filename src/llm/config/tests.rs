@@ -2,30 +2,15 @@
 //! can be wrong.
 
 use super::*;
-use std::collections::HashMap;
-
-/// Metadata and tensor shapes, as a GGUF would give them.
-#[derive(Clone)]
-struct Table {
-    values: HashMap<String, Value>,
-    shapes: HashMap<String, Vec<usize>>,
-}
-
-impl Source for Table {
-    fn value(&self, key: &str) -> Option<&Value> {
-        self.values.get(key)
-    }
-
-    fn shape(&self, name: &str) -> Option<Vec<usize>> {
-        self.shapes.get(name).cloned()
-    }
-}
+use crate::llm::testing::Table;
 
 /// gemma-3-270m's metadata (as its GGUF holds it: no local RoPE base, no pattern) with a
 /// vocabulary of 300 tokens, and every tensor the configuration implies.
 fn gemma_270m() -> Table {
-    let mut values = HashMap::new();
-    let mut put = |k: &str, v: Value| values.insert(k.to_string(), v);
+    let mut table = Table::default();
+    let mut put = |k: &str, v: Value| {
+        table.put(k, v);
+    };
     put("general.architecture", Value::String("gemma3".into()));
     put("gemma3.context_length", Value::U32(32768));
     put("gemma3.embedding_length", Value::U32(640));
@@ -39,7 +24,6 @@ fn gemma_270m() -> Table {
     put("gemma3.rope.freq_base", Value::F32(1e6));
     put("gemma3.attention.sliding_window", Value::U32(512));
     put("tokenizer.ggml.tokens", Value::Array(Array::String((0..300).map(|i| format!("t{i}")).collect())));
-    let mut table = Table { values, shapes: HashMap::new() };
     let config = Gemma3Config {
         blocks: 18,
         width: 640,
