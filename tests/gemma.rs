@@ -94,7 +94,46 @@ fn gemma_270m_encodes_as_llama_cpp_does() {
                 .collect();
             let got = tokenizer.encode(text, special).unwrap();
             assert_eq!(got, want, "text {i}, special parsed: {special}: {text:?}");
+            if !special {
+                assert_eq!(tokenizer.decode(&got).unwrap(), *text, "text {i} decodes back");
+            }
         }
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_tokenize_command_writes_the_librarys_ids_as_little_endian_i32() {
+    let Some(path) = model() else {
+        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ninfer-tokenize-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (text, ids_file, bad) = (dir.join("t.txt"), dir.join("t.i32"), dir.join("bad.txt"));
+    std::fs::write(&text, TEXTS[5]).unwrap();
+    std::fs::write(&bad, b"caf\xe9").unwrap();
+    let cli = env!("CARGO_BIN_EXE_ninfer-wgpu");
+    let run = |args: &[&std::ffi::OsStr]| std::process::Command::new(cli).arg("tokenize").args(args).output().unwrap();
+    let file = GgufFile::open(&path).unwrap();
+    let tokenizer = ninfer_wgpu::llm::Tokenizer::from_gguf(&file).unwrap();
+    for special in [false, true] {
+        let mut args =
+            vec![path.as_os_str(), "--text-file".as_ref(), text.as_os_str(), "-o".as_ref(), ids_file.as_os_str()];
+        if special {
+            args.push("--special".as_ref());
+        }
+        let out = run(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let words: Vec<u32> = std::fs::read(&ids_file)
+            .unwrap()
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32)
+            .collect();
+        assert_eq!(words, tokenizer.encode(TEXTS[5], special).unwrap(), "--special: {special}");
+    }
+    let out = run(&[path.as_os_str(), "--text-file".as_ref(), bad.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("not UTF-8") && err.contains("byte 3"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

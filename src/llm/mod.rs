@@ -8,4 +8,4 @@ mod testing;
 pub mod tokenizer;
 
 pub use config::Gemma3Config;
-pub use tokenizer::Tokenizer;
+pub use tokenizer::{StreamDecoder, Tokenizer};

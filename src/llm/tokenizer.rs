@@ -330,6 +330,67 @@ impl Tokenizer {
     }
 }
 
+impl Tokenizer {
+    /// The bytes token `id` stands for in text: a byte token's byte; a piece's text with U+2581
+    /// as a space; nothing for control tokens (BOS, turn markers), as llama.cpp renders them
+    /// without special rendering.
+    pub fn piece(&self, id: u32) -> Result<Vec<u8>> {
+        let i = id as usize;
+        let text = self
+            .tokens
+            .get(i)
+            .ok_or_else(|| tokenizer_error(format!("token id {id} is past the vocabulary of {}", self.tokens.len())))?;
+        Ok(match self.kinds[i] {
+            TokenKind::Control => Vec::new(),
+            TokenKind::Byte => match self.bytes.iter().position(|&b| b == Some(id)) {
+                Some(byte) => vec![byte as u8],
+                None => text.as_bytes().to_vec(),
+            },
+            TokenKind::Undefined
+            | TokenKind::Normal
+            | TokenKind::Unknown
+            | TokenKind::UserDefined
+            | TokenKind::Unused => text.replace(SPACE, " ").into_bytes(),
+        })
+    }
+
+    /// The text of `ids` (invalid UTF-8, from byte tokens that do not form characters, as U+FFFD).
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        let mut bytes = Vec::new();
+        for &id in ids {
+            bytes.extend(self.piece(id)?);
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// Decodes a stream of tokens a token at a time, holding back the bytes of a character that
+/// byte tokens have only begun, so a stream never shows half a character.
+#[derive(Debug, Default)]
+pub struct StreamDecoder {
+    pending: Vec<u8>,
+}
+
+impl StreamDecoder {
+    /// The text that `id` completes (possibly empty).
+    pub fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> Result<String> {
+        self.pending.extend(tokenizer.piece(id)?);
+        // Everything up to an incomplete sequence at the end (at most 3 bytes) is shown.
+        let keep = match std::str::from_utf8(&self.pending) {
+            Ok(_) => 0,
+            Err(e) if e.error_len().is_none() => self.pending.len() - e.valid_up_to(),
+            Err(_) => 0,
+        };
+        let done: Vec<u8> = self.pending.drain(..self.pending.len() - keep).collect();
+        Ok(String::from_utf8_lossy(&done).into_owned())
+    }
+
+    /// What is still held back, at the end of a stream (U+FFFD for an unfinished character).
+    pub fn finish(&mut self) -> String {
+        String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned()
+    }
+}
+
 /// A stretch of the text, or a special token found in it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Piece<'t> {

@@ -124,6 +124,20 @@ pub enum Command {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
+    /// Encode a UTF-8 text file with a GGUF model's own vocabulary (its SentencePiece pieces),
+    /// as llama.cpp encodes it: BOS first where the model adds it; special-token text (turn
+    /// markers) is plain text unless --special. Writes little-endian i32 ids with -o, else the
+    /// ids as one line of decimal numbers.
+    Tokenize {
+        model: PathBuf,
+        #[arg(long)]
+        text_file: PathBuf,
+        /// Parse control-token text (`<start_of_turn>`, …) as those tokens.
+        #[arg(long)]
+        special: bool,
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Write Y = W X as raw little-endian f32 for a rank-2 tensor: X is J columns of K raw f32
     /// values back to back, Y is J columns of N values back to back (J = 1: y = W x). Exits 1
     /// when an output is not finite although every weight and activation is (a sum overflowed).
@@ -133,7 +147,7 @@ pub enum Command {
         tensor: String,
         #[arg(long)]
         x: PathBuf,
-        /// Activation columns J in X (1..=65536; past 8 the kernel runs once per 8 columns).
+        /// Activation columns J in X (1..=65536; the tiled kernel from the platform's crossover).
         #[arg(long, default_value_t = 1)]
         columns: usize,
         #[arg(long, value_enum, default_value = "cpu")]

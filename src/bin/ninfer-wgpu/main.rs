@@ -6,6 +6,7 @@ mod args;
 mod device;
 mod files;
 mod inspect;
+mod llm;
 mod progress;
 mod suite;
 mod verify;
@@ -65,6 +66,9 @@ fn main() -> ExitCode {
             verify::verify(&file, gpu.options(), seed, verify::Outputs { json, html: report.as_deref() })
         }
         Command::Import { input, output, skip_unsupported } => files::import(&input, &output, skip_unsupported),
+        Command::Tokenize { model, text_file, special, output } => {
+            llm::tokenize(&model, &text_file, special, output.as_deref())
+        }
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

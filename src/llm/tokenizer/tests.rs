@@ -88,3 +88,18 @@ fn a_bad_vocabulary_is_refused_by_name() {
     t.put("tokenizer.ggml.bos_token_id", Value::U32(14));
     assert!(Tokenizer::from_source(&t).unwrap_err().to_string().contains("past the vocabulary of 14"));
 }
+
+#[test]
+fn decoding_turns_pieces_back_into_text_and_a_stream_holds_half_characters_back() {
+    let t = Tokenizer::from_source(&toy(false)).unwrap();
+    let ids = t.encode("ab aé", false).unwrap();
+    assert_eq!(t.decode(&ids).unwrap(), "ab aé", "BOS, a control token, renders as nothing");
+    let mut stream = StreamDecoder::default();
+    let shown: Vec<String> = ids.iter().map(|&id| stream.push(&t, id).unwrap()).collect();
+    // "é" is two byte tokens: nothing after the first, the whole character after the second.
+    assert_eq!(shown, ["", "ab", " a", "", "é"]);
+    assert_eq!(stream.finish(), "");
+    stream.push(&t, 4).unwrap();
+    assert_eq!(stream.finish(), "\u{FFFD}", "an unfinished character at the end");
+    assert!(t.piece(14).unwrap_err().to_string().contains("past the vocabulary of 14"));
+}
