@@ -137,3 +137,46 @@ fn the_tokenize_command_writes_the_librarys_ids_as_little_endian_i32() {
     assert!(!out.status.success() && err.contains("not UTF-8") && err.contains("byte 3"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// llama.cpp's `llama-completion` (peer tree: `cmake --build build --target llama-completion`),
+/// named by `LLAMA_COMPLETION`.
+fn llama_completion() -> Option<PathBuf> {
+    let path = std::env::var_os("LLAMA_COMPLETION")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/llamacpp-peer/build/bin/llama-completion"));
+    path.exists().then_some(path)
+}
+
+/// The CPU reference forward's greedy continuation equals llama.cpp's CPU backend's, token for
+/// token, on a prose and a code prompt.
+#[test]
+fn the_reference_forward_continues_greedily_as_llama_cpp_does() {
+    let (Some(path), Some(tool)) = (model(), llama_completion()) else {
+        eprintln!("skipped: needs gemma-3-270m-q4_k_m.gguf and llama.cpp's llama-completion (LLAMA_COMPLETION)");
+        return;
+    };
+    let file = GgufFile::open(&path).unwrap();
+    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let tokenizer = ninfer_wgpu::llm::Tokenizer::from_gguf(&file).unwrap();
+    let reference = ninfer_wgpu::llm::Reference::load(&file, &config).unwrap();
+    let err = reference.logits(&[2, 262144]).unwrap_err().to_string();
+    assert!(err.contains("token id 262144 is past the vocabulary of 262144"), "{err}");
+    for (prompt, n) in [("The capital of France is", 4), ("fn fibonacci(n: u64) -> u64 {", 4)] {
+        let out = std::process::Command::new(&tool)
+            .args(["-m".as_ref(), path.as_os_str()])
+            .args(["-p", prompt, "-n", &n.to_string(), "--temp", "0", "-ngl", "0", "-no-cnv", "--no-escape"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let theirs = text.strip_prefix(prompt).unwrap_or_else(|| panic!("llama-completion printed {text:?}"));
+        let mut tokens = tokenizer.encode(prompt, false).unwrap();
+        let start = tokens.len();
+        for _ in 0..n {
+            let logits = reference.logits(&tokens).unwrap();
+            let last = logits.last().unwrap();
+            tokens.push((0..last.len()).max_by(|&a, &b| last[a].total_cmp(&last[b])).unwrap() as u32);
+        }
+        let ours = tokenizer.decode(&tokens[start..]).unwrap();
+        assert_eq!(ours, theirs.trim_end_matches('\n'), "prompt {prompt:?}");
+    }
+}

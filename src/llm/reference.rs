@@ -1,0 +1,170 @@
+//! The CPU reference forward of a gemma3 model: the oracle's exact weights, f64 arithmetic, the
+//! graph llama.cpp builds for gemma3 (the facts, from its gemma3 graph): embedding rows scaled by
+//! sqrt(width); per block an RMS norm, q, k and v, RMS norms of each query and key head, NeoX
+//! RoPE (the local or global base), queries scaled by 1/sqrt(key length), causal attention
+//! (local blocks: only the last `sliding_window` positions), grouped-query heads, the output
+//! product, a post-attention norm and the residual; then a norm, GELU(gate)·up, down, a
+//! post-feed-forward norm and the residual; a final norm and the tied head.
+//!
+//! The model-level oracle: slow (a token costs every weight once, in f64), exact up to f64
+//! rounding. Its greedy continuations equal llama.cpp's CPU backend's (tests/gemma.rs); its
+//! logits are not yet judged against llama.cpp's (issue 36).
+
+use super::config::Gemma3Config;
+use crate::error::{Error, Result};
+use crate::gguf::reader::GgufFile;
+use crate::oracle::{self, Dequantized};
+use std::collections::HashMap;
+
+/// The model's weights as exact values, by tensor name.
+pub struct Reference {
+    config: Gemma3Config,
+    weights: HashMap<String, Vec<f32>>,
+}
+
+fn rms_norm(x: &[f64], w: &[f32], eps: f64) -> Vec<f64> {
+    let mean = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let scale = 1.0 / (mean + eps).sqrt();
+    x.iter().zip(w).map(|(v, &g)| v * scale * g as f64).collect()
+}
+
+/// `W x` for a row-major [n, k] matrix.
+fn product(w: &[f32], x: &[f64]) -> Vec<f64> {
+    w.chunks_exact(x.len()).map(|row| row.iter().zip(x).map(|(&a, b)| a as f64 * b).sum()).collect()
+}
+
+/// GELU's tanh form, as ggml's gelu computes it.
+fn gelu(x: f64) -> f64 {
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+}
+
+/// NeoX RoPE of one head at `pos`: pairs (i, i + d/2) rotated by pos · base^(-2i/d).
+fn rope(head: &mut [f64], pos: usize, base: f64) {
+    let half = head.len() / 2;
+    for i in 0..half {
+        let theta = pos as f64 * base.powf(-2.0 * i as f64 / head.len() as f64);
+        let (s, c) = theta.sin_cos();
+        let (a, b) = (head[i], head[i + half]);
+        head[i] = a * c - b * s;
+        head[i + half] = a * s + b * c;
+    }
+}
+
+impl Reference {
+    /// Every tensor the forward pass reads, dequantized by the oracle.
+    pub fn load(file: &GgufFile, config: &Gemma3Config) -> Result<Reference> {
+        let mut weights = HashMap::new();
+        for (name, _) in config.tensors() {
+            let t = file.tensor(&name)?;
+            let values = match oracle::dequant(&t)? {
+                Dequantized::F32(v) => v,
+                Dequantized::I32(_) => {
+                    return Err(Error::Model(format!("tensor `{name}` holds integers, not weights")))
+                }
+            };
+            weights.insert(name, values);
+        }
+        // The head: its own matrix where the file has one, else the embedding table (tied).
+        if file.info("output.weight").is_some() {
+            match oracle::dequant(&file.tensor("output.weight")?)? {
+                Dequantized::F32(v) => weights.insert("output.weight".into(), v),
+                Dequantized::I32(_) => return Err(Error::Model("tensor `output.weight` holds integers".into())),
+            };
+        }
+        Ok(Reference { config: config.clone(), weights })
+    }
+
+    fn w(&self, name: &str) -> &[f32] {
+        // Every name the forward pass asks for was loaded from `config.tensors()`.
+        self.weights.get(name).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Teacher-forced logits of every position of `tokens`: [position][vocab].
+    pub fn logits(&self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let c = &self.config;
+        if tokens.len() > c.context_length {
+            return Err(Error::Model(format!(
+                "{} tokens are more than the model's context of {}",
+                tokens.len(),
+                c.context_length
+            )));
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
+            return Err(Error::Model(format!("token id {bad} is past the vocabulary of {}", c.vocab)));
+        }
+        let (width, kl, vl) = (c.width, c.key_length, c.value_length);
+        let eps = c.rms_epsilon as f64;
+        let group = c.heads / c.kv_heads;
+        let embd = self.w("token_embd.weight");
+        // Per block: every position's keys and values so far.
+        let mut keys: Vec<Vec<Vec<f64>>> = vec![Vec::new(); c.blocks];
+        let mut values: Vec<Vec<Vec<f64>>> = vec![Vec::new(); c.blocks];
+        let mut out = Vec::with_capacity(tokens.len());
+        for (pos, &token) in tokens.iter().enumerate() {
+            let row = &embd[token as usize * width..][..width];
+            let mut x: Vec<f64> = row.iter().map(|&v| v as f64 * c.embedding_scale as f64).collect();
+            for b in 0..c.blocks {
+                let name = |s: &str| format!("blk.{b}.{s}.weight");
+                let base = if c.local[b] { c.rope_base_local } else { c.rope_base_global } as f64;
+                let h = rms_norm(&x, self.w(&name("attn_norm")), eps);
+                let mut q = product(self.w(&name("attn_q")), &h);
+                let mut k = product(self.w(&name("attn_k")), &h);
+                let v = product(self.w(&name("attn_v")), &h);
+                for head in q.chunks_exact_mut(kl) {
+                    let normed = rms_norm(head, self.w(&name("attn_q_norm")), eps);
+                    head.copy_from_slice(&normed);
+                    rope(head, pos, base);
+                    head.iter_mut().for_each(|v| *v *= c.attention_scale as f64);
+                }
+                for head in k.chunks_exact_mut(kl) {
+                    let normed = rms_norm(head, self.w(&name("attn_k_norm")), eps);
+                    head.copy_from_slice(&normed);
+                    rope(head, pos, base);
+                }
+                keys[b].push(k);
+                values[b].push(v);
+                // Local blocks see the last `sliding_window` positions, global ones all.
+                let first = match (c.local[b], c.sliding_window) {
+                    (true, Some(w)) => (pos + 1).saturating_sub(w),
+                    _ => 0,
+                };
+                let mut attended = vec![0.0f64; c.heads * vl];
+                for hd in 0..c.heads {
+                    let kv = hd / group;
+                    let qh = &q[hd * kl..][..kl];
+                    let scores: Vec<f64> = (first..=pos)
+                        .map(|s| keys[b][s][kv * kl..][..kl].iter().zip(qh).map(|(a, b)| a * b).sum())
+                        .collect();
+                    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let total: f64 = exps.iter().sum();
+                    let oh = &mut attended[hd * vl..][..vl];
+                    for (e, s) in exps.iter().zip(first..=pos) {
+                        let vs = &values[b][s][kv * vl..][..vl];
+                        oh.iter_mut().zip(vs).for_each(|(o, v)| *o += e / total * v);
+                    }
+                }
+                let o = product(self.w(&name("attn_output")), &attended);
+                let o = rms_norm(&o, self.w(&name("post_attention_norm")), eps);
+                x.iter_mut().zip(&o).for_each(|(x, o)| *x += o);
+                let f = rms_norm(&x, self.w(&name("ffn_norm")), eps);
+                let gate = product(self.w(&name("ffn_gate")), &f);
+                let up = product(self.w(&name("ffn_up")), &f);
+                let a: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| gelu(*g) * u).collect();
+                let d = product(self.w(&name("ffn_down")), &a);
+                let d = rms_norm(&d, self.w(&name("post_ffw_norm")), eps);
+                x.iter_mut().zip(&d).for_each(|(x, d)| *x += d);
+            }
+            let x = rms_norm(&x, self.w("output_norm.weight"), eps);
+            let head = self.weights.get("output.weight").map_or(embd, |v| v.as_slice());
+            let mut logits: Vec<f32> = product(head, &x).into_iter().map(|v| v as f32).collect();
+            if let Some(cap) = c.final_logit_softcap {
+                let cap = cap as f64;
+                logits.iter_mut().for_each(|z| *z = (cap * (*z as f64 / cap).tanh()) as f32);
+            }
+            out.push(logits);
+        }
+        Ok(out)
+    }
+}
