@@ -50,29 +50,20 @@ fn dot_chunk(w: Chunk, x: Chunk) -> f32 {
 // the subgroup invocation id where the variant has one.
 fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
     codec_prepare(li, TILED_WG);
-    let row = (wg.y * P.groups_x + wg.x) * TILED_ROWS + li * TILED_ROW_BLOCK;
-    let j0 = wg.z * TILE_COLUMNS;
-    let columns = min(TILE_COLUMNS, P.columns - j0);
-    // The invocation's sums, four rows to a vec4, indexed by the (uniform) column of the tile.
-    var acc: array<vec4<f32>, TILE_COLUMNS>;
+    let t = tile_of(wg, li);
+    var acc: TileSums;
     // Every loop here is uniform (the same trip count for every invocation), as the barriers
     // need; rows past the pass's end decode to zero weights.
     for (var c = 0u; c < P.chunks; c++) {
-        stage_step(j0, columns, c, li);
-        let w0 = chunk_weights(row, c);
-        let w1 = chunk_weights(row + 1u, c);
-        let w2 = chunk_weights(row + 2u, c);
-        let w3 = chunk_weights(row + 3u, c);
-        for (var j = 0u; j < columns; j++) {
-            let x = column_step(j0, j, c, lane);
+        stage_step(t.j0, t.columns, c, li);
+        let w0 = chunk_weights(t.row, c);
+        let w1 = chunk_weights(t.row + 1u, c);
+        let w2 = chunk_weights(t.row + 2u, c);
+        let w3 = chunk_weights(t.row + 3u, c);
+        for (var j = 0u; j < t.columns; j++) {
+            let x = column_step(t.j0, j, c, lane);
             acc[j] += vec4<f32>(dot_chunk(w0, x), dot_chunk(w1, x), dot_chunk(w2, x), dot_chunk(w3, x));
         }
     }
-    for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
-        if row + b < P.rows {
-            for (var j = 0u; j < columns; j++) {
-                write_column(row + b, j0 + j, acc[j][b]);
-            }
-        }
-    }
+    write_tile(t, acc);
 }

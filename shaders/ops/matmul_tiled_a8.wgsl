@@ -16,18 +16,16 @@ fn x_step_vec(j: u32, step: u32, i: u32) -> vec4<u32> {
 
 fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
     codec_prepare(li, TILED_WG);
-    let row = (wg.y * P.groups_x + wg.x) * TILED_ROWS + li * TILED_ROW_BLOCK;
-    let j0 = wg.z * TILE_COLUMNS;
-    let columns = min(TILE_COLUMNS, P.columns - j0);
-    var acc: array<vec4<f32>, TILE_COLUMNS>;
+    let t = tile_of(wg, li);
+    var acc: TileSums;
     // Uniform loops, as in the A32 body; rows past the pass's end decode to zero codes.
     let steps = select(P.chunks, P.chunks / 2u, A8_PAIRS);
     for (var s = 0u; s < steps; s++) {
-        stage_step(j0, columns, s, li);
+        stage_step(t.j0, t.columns, s, li);
         if A8_PAIRS {
-            let quad = quad_or_zero(row, 2u * s);
-            for (var j = 0u; j < columns; j++) {
-                let x = column_step(j0, j, s, lane);
+            let quad = quad_or_zero(t.row, 2u * s);
+            for (var j = 0u; j < t.columns; j++) {
+                let x = column_step(t.j0, j, s, lane);
                 acc[j] += quad_dot(quad, XPair(x[0], x[1], x[2], x[3], x[4], x[5]));
             }
         } else {
@@ -39,12 +37,12 @@ fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
             var f1 = vec4<f32>(0.0);
             var f2 = vec4<f32>(0.0);
             var f3 = vec4<f32>(0.0);
-            codes_or_zero(row, s, &q0, &f0);
-            codes_or_zero(row + 1u, s, &q1, &f1);
-            codes_or_zero(row + 2u, s, &q2, &f2);
-            codes_or_zero(row + 3u, s, &q3, &f3);
-            for (var j = 0u; j < columns; j++) {
-                let x = column_step(j0, j, s, lane);
+            codes_or_zero(t.row, s, &q0, &f0);
+            codes_or_zero(t.row + 1u, s, &q1, &f1);
+            codes_or_zero(t.row + 2u, s, &q2, &f2);
+            codes_or_zero(t.row + 3u, s, &q3, &f3);
+            for (var j = 0u; j < t.columns; j++) {
+                let x = column_step(t.j0, j, s, lane);
                 acc[j] += vec4<f32>(
                     chunk_dot8(q0, f0, x[0], x[1], x[2]),
                     chunk_dot8(q1, f1, x[0], x[1], x[2]),
@@ -54,11 +52,5 @@ fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
             }
         }
     }
-    for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
-        if row + b < P.rows {
-            for (var j = 0u; j < columns; j++) {
-                write_column(row + b, j0 + j, acc[j][b]);
-            }
-        }
-    }
+    write_tile(t, acc);
 }

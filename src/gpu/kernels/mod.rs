@@ -39,6 +39,7 @@ const OP_DOT4_PACKED: &str = include_str!("../../../shaders/ops/dot4_packed.wgsl
 const OP_DOT4_EMULATED: &str = include_str!("../../../shaders/ops/dot4_emulated.wgsl");
 const OP_QUANTIZE_Q8_1: &str = include_str!("../../../shaders/ops/quantize_q8_1.wgsl");
 const OP_MATMUL_TILED: &str = include_str!("../../../shaders/ops/matmul_tiled.wgsl");
+const OP_MATMUL_TILE: &str = include_str!("../../../shaders/ops/matmul_tile.wgsl");
 const OP_MATMUL_TILED_A8: &str = include_str!("../../../shaders/ops/matmul_tiled_a8.wgsl");
 const OP_MATMUL_TILED_WORKGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_workgroup.wgsl");
 const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_subgroup.wgsl");
@@ -204,10 +205,10 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         (Op::Dequant, _, _) => vec![OP_WEIGHTS, OP_DEQUANT],
         (Op::Gather, _, _) => vec![OP_WEIGHTS, OP_GATHER],
         (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => {
-            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILED, OP_MATMUL_TILED_WORKGROUP]
+            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILE, OP_MATMUL_TILED, OP_MATMUL_TILED_WORKGROUP]
         }
         (Op::Matmul, Variant::Subgroup, Columns::Tiled) => {
-            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILED, OP_MATMUL_TILED_SUBGROUP]
+            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILE, OP_MATMUL_TILED, OP_MATMUL_TILED_SUBGROUP]
         }
         (Op::MatmulA8, Variant::Workgroup, Columns::Tiled) => {
             vec![
@@ -215,6 +216,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
                 OP_DOT4_PACKED,
                 OP_MATMUL_A8,
                 OP_MATMUL,
+                OP_MATMUL_TILE,
                 OP_MATMUL_TILED_A8,
                 OP_MATMUL_TILED_WORKGROUP,
             ]
@@ -225,6 +227,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
                 OP_DOT4_PACKED,
                 OP_MATMUL_A8,
                 OP_MATMUL,
+                OP_MATMUL_TILE,
                 OP_MATMUL_TILED_A8,
                 OP_MATMUL_TILED_SUBGROUP,
             ]
@@ -235,6 +238,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
                 OP_DOT4_EMULATED,
                 OP_MATMUL_A8,
                 OP_MATMUL,
+                OP_MATMUL_TILE,
                 OP_MATMUL_TILED_A8,
                 OP_MATMUL_TILED_WORKGROUP,
             ]
