@@ -100,7 +100,7 @@ impl Gpu {
     /// Runs `f` inside validation and out-of-memory error scopes and returns its first error.
     /// Used where wgpu reports a failure only through a scope: compiling, allocating, binding,
     /// submitting.
-    async fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    pub(crate) async fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
         self.check_alive()?;
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -241,8 +241,14 @@ impl Gpu {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes);
         self.queue.submit([encoder.finish()]);
+        self.read_mapped(&staging, bytes).await
+    }
+
+    /// The first `bytes` bytes of a MAP_READ buffer that submitted work has copied into (an
+    /// engine's own read-back buffer, reused step after step): mapped, awaited, unmapped.
+    pub async fn read_mapped(&self, staging: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
         let (tx, rx) = futures::channel::oneshot::channel();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        staging.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
         self.drive()?;

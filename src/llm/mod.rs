@@ -1,13 +1,19 @@
-//! Language models over the library's kernels: today a gemma3 model's configuration, read and
-//! checked from its GGUF, its vocabulary's tokenizer, and the CPU reference forward (the GPU
-//! forward pass on the engine API comes next; issue 36).
+//! Language models over the library's kernels: a gemma3 model's configuration, read and checked
+//! from its GGUF, its vocabulary's tokenizer, the CPU reference forward, and the GPU forward on
+//! the engine API with the model's own kernels.
 
 pub mod config;
+pub mod forward;
+pub mod judge;
+pub mod kernels;
 pub mod reference;
+pub mod sample;
 #[cfg(test)]
 mod testing;
 pub mod tokenizer;
 
 pub use config::Gemma3Config;
-pub use reference::Reference;
+pub use forward::{ForwardOptions, GpuForward, Keep};
+pub use reference::{Reference, Session};
+pub use sample::{Sampler, Sampling};
 pub use tokenizer::{StreamDecoder, Tokenizer};

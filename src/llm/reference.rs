@@ -51,26 +51,25 @@ fn rope(head: &mut [f64], pos: usize, base: f64) {
     }
 }
 
+/// A tensor's exact values, dequantized by the oracle (norm weights, and every weight here).
+pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
+    match oracle::dequant(&file.tensor(name)?)? {
+        Dequantized::F32(v) => Ok(v),
+        Dequantized::I32(_) => Err(Error::Model(format!("tensor `{name}` holds integers, not weights"))),
+    }
+}
+
 impl Reference {
     /// Every tensor the forward pass reads, dequantized by the oracle.
     pub fn load(file: &GgufFile, config: &Gemma3Config) -> Result<Reference> {
         let mut weights = HashMap::new();
         for (name, _) in config.tensors() {
-            let t = file.tensor(&name)?;
-            let values = match oracle::dequant(&t)? {
-                Dequantized::F32(v) => v,
-                Dequantized::I32(_) => {
-                    return Err(Error::Model(format!("tensor `{name}` holds integers, not weights")))
-                }
-            };
+            let values = exact_values(file, &name)?;
             weights.insert(name, values);
         }
         // The head: its own matrix where the file has one, else the embedding table (tied).
         if file.info("output.weight").is_some() {
-            match oracle::dequant(&file.tensor("output.weight")?)? {
-                Dequantized::F32(v) => weights.insert("output.weight".into(), v),
-                Dequantized::I32(_) => return Err(Error::Model("tensor `output.weight` holds integers".into())),
-            };
+            weights.insert("output.weight".into(), exact_values(file, "output.weight")?);
         }
         Ok(Reference { config: config.clone(), weights })
     }
@@ -82,89 +81,107 @@ impl Reference {
 
     /// Teacher-forced logits of every position of `tokens`: [position][vocab].
     pub fn logits(&self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        let c = &self.config;
-        if tokens.len() > c.context_length {
-            return Err(Error::Model(format!(
-                "{} tokens are more than the model's context of {}",
-                tokens.len(),
-                c.context_length
-            )));
+        let mut session = self.session();
+        tokens.iter().map(|&t| session.step(t)).collect()
+    }
+
+    /// A run from position 0, keeping every block's keys and values.
+    pub fn session(&self) -> Session<'_> {
+        let blocks = self.config.blocks;
+        Session { model: self, keys: vec![Vec::new(); blocks], values: vec![Vec::new(); blocks] }
+    }
+}
+
+/// A reference run in progress: the keys and values of every position so far, per block.
+pub struct Session<'r> {
+    model: &'r Reference,
+    keys: Vec<Vec<Vec<f64>>>,
+    values: Vec<Vec<Vec<f64>>>,
+}
+
+impl Session<'_> {
+    /// Tokens seen so far: the next token's position.
+    pub fn position(&self) -> usize {
+        self.keys.first().map_or(0, |k| k.len())
+    }
+
+    /// The logits after `token` at the next position.
+    pub fn step(&mut self, token: u32) -> Result<Vec<f32>> {
+        let model = self.model;
+        let c = &model.config;
+        let pos = self.position();
+        if pos >= c.context_length {
+            return Err(Error::Model(format!("position {pos} is past the model's context of {}", c.context_length)));
         }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
-            return Err(Error::Model(format!("token id {bad} is past the vocabulary of {}", c.vocab)));
+        if token as usize >= c.vocab {
+            return Err(Error::Model(format!("token id {token} is past the vocabulary of {}", c.vocab)));
         }
         let (width, kl, vl) = (c.width, c.key_length, c.value_length);
         let eps = c.rms_epsilon as f64;
         let group = c.heads / c.kv_heads;
-        let embd = self.w("token_embd.weight");
-        // Per block: every position's keys and values so far.
-        let mut keys: Vec<Vec<Vec<f64>>> = vec![Vec::new(); c.blocks];
-        let mut values: Vec<Vec<Vec<f64>>> = vec![Vec::new(); c.blocks];
-        let mut out = Vec::with_capacity(tokens.len());
-        for (pos, &token) in tokens.iter().enumerate() {
-            let row = &embd[token as usize * width..][..width];
-            let mut x: Vec<f64> = row.iter().map(|&v| v as f64 * c.embedding_scale as f64).collect();
-            for b in 0..c.blocks {
-                let name = |s: &str| format!("blk.{b}.{s}.weight");
-                let base = if c.local[b] { c.rope_base_local } else { c.rope_base_global } as f64;
-                let h = rms_norm(&x, self.w(&name("attn_norm")), eps);
-                let mut q = product(self.w(&name("attn_q")), &h);
-                let mut k = product(self.w(&name("attn_k")), &h);
-                let v = product(self.w(&name("attn_v")), &h);
-                for head in q.chunks_exact_mut(kl) {
-                    let normed = rms_norm(head, self.w(&name("attn_q_norm")), eps);
-                    head.copy_from_slice(&normed);
-                    rope(head, pos, base);
-                    head.iter_mut().for_each(|v| *v *= c.attention_scale as f64);
-                }
-                for head in k.chunks_exact_mut(kl) {
-                    let normed = rms_norm(head, self.w(&name("attn_k_norm")), eps);
-                    head.copy_from_slice(&normed);
-                    rope(head, pos, base);
-                }
-                keys[b].push(k);
-                values[b].push(v);
-                // Local blocks see the last `sliding_window` positions, global ones all.
-                let first = match (c.local[b], c.sliding_window) {
-                    (true, Some(w)) => (pos + 1).saturating_sub(w),
-                    _ => 0,
-                };
-                let mut attended = vec![0.0f64; c.heads * vl];
-                for hd in 0..c.heads {
-                    let kv = hd / group;
-                    let qh = &q[hd * kl..][..kl];
-                    let scores: Vec<f64> = (first..=pos)
-                        .map(|s| keys[b][s][kv * kl..][..kl].iter().zip(qh).map(|(a, b)| a * b).sum())
-                        .collect();
-                    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-                    let total: f64 = exps.iter().sum();
-                    let oh = &mut attended[hd * vl..][..vl];
-                    for (e, s) in exps.iter().zip(first..=pos) {
-                        let vs = &values[b][s][kv * vl..][..vl];
-                        oh.iter_mut().zip(vs).for_each(|(o, v)| *o += e / total * v);
-                    }
-                }
-                let o = product(self.w(&name("attn_output")), &attended);
-                let o = rms_norm(&o, self.w(&name("post_attention_norm")), eps);
-                x.iter_mut().zip(&o).for_each(|(x, o)| *x += o);
-                let f = rms_norm(&x, self.w(&name("ffn_norm")), eps);
-                let gate = product(self.w(&name("ffn_gate")), &f);
-                let up = product(self.w(&name("ffn_up")), &f);
-                let a: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| gelu(*g) * u).collect();
-                let d = product(self.w(&name("ffn_down")), &a);
-                let d = rms_norm(&d, self.w(&name("post_ffw_norm")), eps);
-                x.iter_mut().zip(&d).for_each(|(x, d)| *x += d);
+        let embd = model.w("token_embd.weight");
+        let (keys, values) = (&mut self.keys, &mut self.values);
+        let row = &embd[token as usize * width..][..width];
+        let mut x: Vec<f64> = row.iter().map(|&v| v as f64 * c.embedding_scale as f64).collect();
+        for b in 0..c.blocks {
+            let name = |s: &str| format!("blk.{b}.{s}.weight");
+            let base = if c.local[b] { c.rope_base_local } else { c.rope_base_global } as f64;
+            let h = rms_norm(&x, model.w(&name("attn_norm")), eps);
+            let mut q = product(model.w(&name("attn_q")), &h);
+            let mut k = product(model.w(&name("attn_k")), &h);
+            let v = product(model.w(&name("attn_v")), &h);
+            for head in q.chunks_exact_mut(kl) {
+                let normed = rms_norm(head, model.w(&name("attn_q_norm")), eps);
+                head.copy_from_slice(&normed);
+                rope(head, pos, base);
+                head.iter_mut().for_each(|v| *v *= c.attention_scale as f64);
             }
-            let x = rms_norm(&x, self.w("output_norm.weight"), eps);
-            let head = self.weights.get("output.weight").map_or(embd, |v| v.as_slice());
-            let mut logits: Vec<f32> = product(head, &x).into_iter().map(|v| v as f32).collect();
-            if let Some(cap) = c.final_logit_softcap {
-                let cap = cap as f64;
-                logits.iter_mut().for_each(|z| *z = (cap * (*z as f64 / cap).tanh()) as f32);
+            for head in k.chunks_exact_mut(kl) {
+                let normed = rms_norm(head, model.w(&name("attn_k_norm")), eps);
+                head.copy_from_slice(&normed);
+                rope(head, pos, base);
             }
-            out.push(logits);
+            keys[b].push(k);
+            values[b].push(v);
+            // Local blocks see the last `sliding_window` positions, global ones all.
+            let first = match (c.local[b], c.sliding_window) {
+                (true, Some(w)) => (pos + 1).saturating_sub(w),
+                _ => 0,
+            };
+            let mut attended = vec![0.0f64; c.heads * vl];
+            for hd in 0..c.heads {
+                let kv = hd / group;
+                let qh = &q[hd * kl..][..kl];
+                let scores: Vec<f64> = (first..=pos)
+                    .map(|s| keys[b][s][kv * kl..][..kl].iter().zip(qh).map(|(a, b)| a * b).sum())
+                    .collect();
+                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                let total: f64 = exps.iter().sum();
+                let oh = &mut attended[hd * vl..][..vl];
+                for (e, s) in exps.iter().zip(first..=pos) {
+                    let vs = &values[b][s][kv * vl..][..vl];
+                    oh.iter_mut().zip(vs).for_each(|(o, v)| *o += e / total * v);
+                }
+            }
+            let o = product(model.w(&name("attn_output")), &attended);
+            let o = rms_norm(&o, model.w(&name("post_attention_norm")), eps);
+            x.iter_mut().zip(&o).for_each(|(x, o)| *x += o);
+            let f = rms_norm(&x, model.w(&name("ffn_norm")), eps);
+            let gate = product(model.w(&name("ffn_gate")), &f);
+            let up = product(model.w(&name("ffn_up")), &f);
+            let a: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| gelu(*g) * u).collect();
+            let d = product(model.w(&name("ffn_down")), &a);
+            let d = rms_norm(&d, model.w(&name("post_ffw_norm")), eps);
+            x.iter_mut().zip(&d).for_each(|(x, d)| *x += d);
         }
-        Ok(out)
+        let x = rms_norm(&x, model.w("output_norm.weight"), eps);
+        let head = model.weights.get("output.weight").map_or(embd, |v| v.as_slice());
+        let mut logits: Vec<f32> = product(head, &x).into_iter().map(|v| v as f32).collect();
+        if let Some(cap) = c.final_logit_softcap {
+            let cap = cap as f64;
+            logits.iter_mut().for_each(|z| *z = (cap * (*z as f64 / cap).tanh()) as f32);
+        }
+        Ok(logits)
     }
 }

@@ -200,6 +200,11 @@ impl Tokenizer {
         self.tokens.len()
     }
 
+    /// The id of the token whose text is exactly `text` (a turn marker, say).
+    pub fn token(&self, text: &str) -> Option<u32> {
+        self.to_id.get(text).copied()
+    }
+
     /// A token's type.
     pub fn kind(&self, id: u32) -> Option<TokenKind> {
         self.kinds.get(id as usize).copied()

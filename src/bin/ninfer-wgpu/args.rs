@@ -124,6 +124,59 @@ pub enum Command {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
+    /// Teacher-forced logits of every position of a token file (`tokenize -o`): [tokens][vocab]
+    /// little-endian f32 with -o, else each position's top token.
+    Logits {
+        model: PathBuf,
+        #[arg(long)]
+        tokens: PathBuf,
+        #[command(flatten)]
+        run: ModelArgs,
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// The perplexity of a UTF-8 text under a GGUF model (BOS added, every next token scored).
+    Perplexity {
+        model: PathBuf,
+        #[arg(long)]
+        text_file: PathBuf,
+        #[command(flatten)]
+        run: ModelArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate text after a prompt with a GGUF model, streamed as it comes. Greedy unless
+    /// --temperature is given.
+    Generate {
+        model: PathBuf,
+        #[arg(long, conflicts_with = "prompt_file", required_unless_present = "prompt_file")]
+        prompt: Option<String>,
+        #[arg(long)]
+        prompt_file: Option<PathBuf>,
+        /// The most tokens to generate (fewer where the model ends its text or turn).
+        #[arg(short = 'n', long = "tokens", default_value_t = 64)]
+        tokens: usize,
+        /// Always the most likely token (the default).
+        #[arg(long, conflicts_with_all = ["temperature", "top_k", "top_p", "seed"])]
+        greedy: bool,
+        /// Sample at this temperature (with --top-k and --top-p) instead of greedy.
+        #[arg(long)]
+        temperature: Option<f32>,
+        #[arg(long, default_value_t = 40, requires = "temperature")]
+        top_k: usize,
+        #[arg(long, default_value_t = 0.95, requires = "temperature")]
+        top_p: f32,
+        /// The sampler's seed (default: from the clock; printed).
+        #[arg(long, requires = "temperature")]
+        seed: Option<u64>,
+        /// Wrap the prompt in the model's turn markers and stop at the end of its turn.
+        #[arg(long)]
+        chat: bool,
+        #[command(flatten)]
+        run: ModelArgs,
+        #[arg(long)]
+        json: bool,
+    },
     /// Encode a UTF-8 text file with a GGUF model's own vocabulary (its SentencePiece pieces),
     /// as llama.cpp encodes it: BOS first where the model adds it; special-token text (turn
     /// markers) is plain text unless --special. Writes little-endian i32 ids with -o, else the
@@ -186,6 +239,17 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         gpu: GpuArgs,
+        /// FILE is a GGUF model: judge its forward pass on this adapter against the CPU
+        /// reference forward (mean KL divergence, top-1 agreement; exits 1 past the limit).
+        #[arg(long)]
+        forward: bool,
+        /// With --forward: the tokens to run (little-endian i32, `tokenize -o`); default a
+        /// built-in English paragraph.
+        #[arg(long, requires = "forward")]
+        tokens: Option<PathBuf>,
+        /// With --forward: the products' arithmetic.
+        #[arg(long, value_parser = parse_profile, default_value = "a32", requires = "forward")]
+        profile: Profile,
         /// Random seed for activations and rows (default: NINFER_WGPU_SEED when set, else from the clock; always printed).
         #[arg(long)]
         seed: Option<u64>,
@@ -252,6 +316,32 @@ pub struct GpuArgs {
     /// anything is allocated (wgpu reports no memory budget of its own).
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<u64>,
+}
+
+/// Where a model runs.
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    #[arg(long, value_enum, default_value = "gpu")]
+    pub device: files::Device,
+    /// The products' arithmetic on the GPU: a32 (exact weights, f32 activation) or a8.
+    #[arg(long, value_parser = parse_profile, default_value = "a32")]
+    pub profile: Profile,
+    /// Positions the GPU's KV cache holds (default: the model's context, at most 4096).
+    #[arg(long, default_value_t = 0)]
+    pub context: usize,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+impl ModelArgs {
+    pub fn on(&self) -> crate::llm::On {
+        crate::llm::On {
+            device: self.device,
+            profile: self.profile,
+            options: self.gpu.options(),
+            context: self.context,
+        }
+    }
 }
 
 impl GpuArgs {

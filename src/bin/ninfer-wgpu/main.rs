@@ -62,9 +62,32 @@ fn main() -> ExitCode {
             };
             files::quantize(&input, &output, &args)
         }
-        Command::Verify { file, gpu, seed, report, json } => {
+        Command::Verify { file, gpu, forward: true, tokens, profile, json, .. } => {
+            let on = llm::On { device: files::Device::Gpu, profile, options: gpu.options(), context: 0 };
+            llm::verify_forward(&file, tokens.as_deref(), &on, json)
+        }
+        Command::Verify { file, gpu, seed, report, json, .. } => {
             verify::verify(&file, gpu.options(), seed, verify::Outputs { json, html: report.as_deref() })
         }
+        Command::Logits { model, tokens, run, output } => llm::logits(&model, &tokens, &run.on(), output.as_deref()),
+        Command::Perplexity { model, text_file, run, json } => llm::perplexity(&model, &text_file, &run.on(), json),
+        Command::Generate {
+            model,
+            prompt,
+            prompt_file,
+            tokens,
+            greedy: _,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+            chat,
+            run,
+            json,
+        } => llm::prompt_text(prompt, prompt_file.as_deref()).and_then(|prompt| {
+            let sampling = llm::sampling(temperature, top_k, top_p, seed)?;
+            llm::generate(&model, &run.on(), &llm::Generation { prompt: &prompt, tokens, sampling, chat, json })
+        }),
         Command::Import { input, output, skip_unsupported } => files::import(&input, &output, skip_unsupported),
         Command::Tokenize { model, text_file, special, output } => {
             llm::tokenize(&model, &text_file, special, output.as_deref())

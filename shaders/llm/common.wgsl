@@ -1,0 +1,45 @@
+// What every model kernel shares: the step's uniform (written by the host once per submission)
+// and a workgroup sum. Every model kernel runs LLM_WG invocations per workgroup.
+
+struct Step {
+    // Token columns in this step.
+    columns: u32,
+    // The position of column 0.
+    pos0: u32,
+    // The first column whose logits the step keeps (the final norm's shift).
+    out_from: u32,
+    pad: u32,
+}
+
+const LLM_WG: u32 = 128u;
+var<workgroup> partial: array<f32, LLM_WG>;
+
+// The sum of every invocation's `value`, seen by all of them.
+fn workgroup_sum(lane: u32, value: f32) -> f32 {
+    partial[lane] = value;
+    workgroupBarrier();
+    for (var half = LLM_WG / 2u; half > 0u; half /= 2u) {
+        if lane < half {
+            partial[lane] += partial[lane + half];
+        }
+        workgroupBarrier();
+    }
+    let total = partial[0];
+    workgroupBarrier();
+    return total;
+}
+
+// The largest of every invocation's `value`, seen by all of them.
+fn workgroup_max(lane: u32, value: f32) -> f32 {
+    partial[lane] = value;
+    workgroupBarrier();
+    for (var half = LLM_WG / 2u; half > 0u; half /= 2u) {
+        if lane < half {
+            partial[lane] = max(partial[lane], partial[lane + half]);
+        }
+        workgroupBarrier();
+    }
+    let total = partial[0];
+    workgroupBarrier();
+    return total;
+}

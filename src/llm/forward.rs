@@ -1,0 +1,463 @@
+//! The forward pass of a gemma3 model on the GPU, built on the public engine API
+//! (docs/engine.md) and the model's own kernels (`kernels.rs`, `shaders/llm/`): the same graph
+//! as the CPU reference (`reference.rs`). Weights stay GGUF blocks as stored; activations, the
+//! KV cache and the logits stay on the device; a step (a prompt's chunk of up to `batch` tokens,
+//! or one generated token) is one recorded pass, one submission and one read-back of the logits
+//! it keeps.
+
+use super::config::Gemma3Config;
+use super::kernels::{Dispatch, ModelKernel, Pipelines, HEAD_MAX, LLM_WG};
+use super::reference::exact_values;
+use crate::error::{Error, Result};
+use crate::gguf::reader::GgufFile;
+use crate::gpu::{capability, BoundOp, DeviceSlice, Gpu, GpuTensor, Op, Profile, Variant};
+
+/// How a forward pass is set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardOptions {
+    /// The products' arithmetic (criteria.md).
+    pub profile: Profile,
+    /// Positions the KV cache holds; 0: the model's context, at most [`DEFAULT_CONTEXT`].
+    pub context: usize,
+    /// The most tokens one step takes (a prompt goes through in steps of this many columns).
+    pub batch: u32,
+}
+
+/// The cache a run gets unless it asks: 4096 positions (gemma-3-270m's 18 blocks: 151 MB).
+pub const DEFAULT_CONTEXT: usize = 4096;
+
+impl Default for ForwardOptions {
+    fn default() -> Self {
+        ForwardOptions { profile: Profile::A32, context: 0, batch: 64 }
+    }
+}
+
+/// Which logits a call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The last token's: what generation needs.
+    Last,
+    /// Every token's, [token][vocab]: teacher forcing, perplexity.
+    All,
+}
+
+/// One block's products and kernels.
+struct Block {
+    q: BoundOp,
+    k: BoundOp,
+    v: BoundOp,
+    o: BoundOp,
+    gate: BoundOp,
+    up: BoundOp,
+    down: BoundOp,
+    qk_rope: Dispatch,
+    attention: Dispatch,
+    post_attention: Dispatch,
+    geglu: Dispatch,
+    post_ffw: Dispatch,
+}
+
+/// A gemma3 model on one device, with its KV cache and the position it has reached.
+pub struct GpuForward<'g> {
+    gpu: &'g Gpu,
+    config: Gemma3Config,
+    context: usize,
+    batch: u32,
+    /// The most columns of logits one step produces (the logits buffer is one binding).
+    head_columns: u32,
+    position: usize,
+    ids: wgpu::Buffer,
+    step: wgpu::Buffer,
+    logits: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    gather: BoundOp,
+    embed: Dispatch,
+    blocks: Vec<Block>,
+    head: BoundOp,
+    /// Every weight and activation buffer, kept for the lifetime of the bound work.
+    _tensors: Vec<GpuTensor>,
+    _buffers: Vec<wgpu::Buffer>,
+}
+
+/// The products' tensors, checked (format, shape) before anything is uploaded.
+fn product_tensors(config: &Gemma3Config) -> Vec<String> {
+    let mut names = Vec::new();
+    for b in 0..config.blocks {
+        for s in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"] {
+            names.push(format!("blk.{b}.{s}.weight"));
+        }
+    }
+    names
+}
+
+/// Refuses what the kernels cannot run, before any GPU work.
+fn check_supported(file: &GgufFile, config: &Gemma3Config, options: &ForwardOptions, gpu: &Gpu) -> Result<()> {
+    let c = config;
+    if c.final_logit_softcap.is_some() {
+        return Err(Error::Unsupported("final logit soft-capping is not in the GPU forward yet".into()));
+    }
+    if c.key_length > HEAD_MAX || c.value_length > HEAD_MAX || !c.key_length.is_multiple_of(2) {
+        return Err(Error::Unsupported(format!(
+            "heads of key length {} and value length {}: the attention kernel takes even lengths up to {HEAD_MAX}",
+            c.key_length, c.value_length
+        )));
+    }
+    // Products read x as vec4: every product input's length is a multiple of 4.
+    for (what, n) in
+        [("width", c.width), ("feed_forward", c.feed_forward), ("heads × value_length", c.heads * c.value_length)]
+    {
+        if n % 4 != 0 {
+            return Err(Error::Unsupported(format!("{what} {n} is not a multiple of 4 (products read vec4)")));
+        }
+    }
+    if options.batch == 0 {
+        return Err(Error::Unsupported("a batch of 0 tokens".into()));
+    }
+    let head = if file.info("output.weight").is_some() { "output.weight" } else { "token_embd.weight" };
+    let profile_op = options.profile.op();
+    for name in product_tensors(c).iter().map(String::as_str).chain([head]) {
+        let t = file.tensor(name)?;
+        let d = t.desc();
+        capability::check(d.format, d.layout, profile_op, Variant::Workgroup, Some(gpu.platform()))
+            .map_err(|e| Error::Model(format!("tensor `{name}`: {e}")))?;
+    }
+    let t = file.tensor("token_embd.weight")?;
+    capability::check(t.desc().format, t.desc().layout, Op::Gather, Variant::Workgroup, Some(gpu.platform()))
+        .map_err(|e| Error::Model(format!("tensor `token_embd.weight`: {e}")))?;
+    Ok(())
+}
+
+/// The RoPE angles' (cos, sin) for every position and pair: [global, local][position][pair].
+fn rope_table(c: &Gemma3Config, context: usize) -> Vec<f32> {
+    let half = c.key_length / 2;
+    let mut t = Vec::with_capacity(2 * context * half * 2);
+    for base in [c.rope_base_global, c.rope_base_local] {
+        for pos in 0..context {
+            for i in 0..half {
+                let theta = pos as f64 * (base as f64).powf(-2.0 * i as f64 / c.key_length as f64);
+                t.extend([theta.cos() as f32, theta.sin() as f32]);
+            }
+        }
+    }
+    t
+}
+
+impl<'g> GpuForward<'g> {
+    /// Uploads the model's weights and binds every step's work.
+    pub async fn load(
+        gpu: &'g Gpu,
+        file: &GgufFile,
+        config: &Gemma3Config,
+        options: &ForwardOptions,
+    ) -> Result<GpuForward<'g>> {
+        check_supported(file, config, options, gpu)?;
+        let c = config;
+        let context = match options.context {
+            0 => c.context_length.min(DEFAULT_CONTEXT),
+            n if n > c.context_length => {
+                return Err(Error::Model(format!("a context of {n} is more than the model's {}", c.context_length)))
+            }
+            n => n,
+        };
+        let batch = options.batch.min(context as u32);
+        let head_columns = (gpu.max_binding() / (c.vocab as u64 * 4)).min(batch as u64) as u32;
+        if head_columns == 0 {
+            return Err(Error::Unsupported(format!(
+                "one column of {} logits is over this adapter's {}-byte storage binding",
+                c.vocab,
+                gpu.max_binding()
+            )));
+        }
+        let (w, ff, jb) = (c.width as u64, c.feed_forward as u64, batch as u64);
+        let (kl, vl) = (c.key_length as u64, c.value_length as u64);
+        let (h, kv) = (c.heads as u64, c.kv_heads as u64);
+        let qkv_stride = h * kl + kv * kl + kv * vl;
+
+        let pipelines = Pipelines::new(gpu).await?;
+        let mut buffers = Vec::new();
+        let ids = gpu.create_buffer(jb, "token ids").await?;
+        let step = gpu
+            .scoped("allocating the step uniform", || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("step"),
+                    size: 16,
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .await?;
+        let rows = gpu.create_buffer(jb * w, "embedding rows").await?;
+        let x = gpu.create_buffer(jb * w, "residual").await?;
+        let hn = gpu.create_buffer(jb * w, "normed").await?;
+        let qkv = gpu.create_buffer(jb * qkv_stride, "qkv").await?;
+        let q = gpu.create_buffer(jb * h * kl, "queries").await?;
+        let att = gpu.create_buffer(jb * h * vl, "attention").await?;
+        let o = gpu.create_buffer(jb * w, "block output").await?;
+        let gu = gpu.create_buffer(jb * 2 * ff, "gate and up").await?;
+        let a = gpu.create_buffer(jb * ff, "geglu").await?;
+        let logits_words = head_columns as u64 * c.vocab as u64;
+        let logits = gpu.create_buffer(logits_words, "logits").await?;
+        let staging = gpu
+            .scoped("allocating the logits read-back", || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("logits read-back"),
+                    size: logits_words * 4,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .await?;
+        let rope = gpu.create_buffer_with(&rope_table(c, context), "rope").await?;
+        let f32_buffer = move |name: String| async move {
+            let values = exact_values(file, &name)?;
+            gpu.create_buffer_with(&values, &name).await
+        };
+
+        let mut tensors = Vec::new();
+        let upload = move |name: String| async move {
+            let t = file.tensor(&name)?;
+            gpu.upload(&t.validate()?).await
+        };
+        let embd = upload("token_embd.weight".into()).await?;
+        let gather =
+            gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;
+        let eps = c.rms_epsilon.to_bits();
+        let attn_norm0 = f32_buffer("blk.0.attn_norm.weight".into()).await?;
+        let embed = pipelines
+            .bind(
+                gpu,
+                ModelKernel::Norm,
+                &step,
+                &[w as u32, 0, 0, eps, c.embedding_scale.to_bits()],
+                &[&rows, &attn_norm0, &attn_norm0, &x, &hn],
+            )
+            .await?;
+        buffers.push(attn_norm0);
+
+        let profile = options.profile;
+        let hx = DeviceSlice::new(&hn, 0, w);
+        let mut blocks = Vec::with_capacity(c.blocks);
+        let mut next_norm: Option<wgpu::Buffer> = None;
+        for b in 0..c.blocks {
+            let name = |s: &str| format!("blk.{b}.{s}.weight");
+            let wq = upload(name("attn_q")).await?;
+            let wk = upload(name("attn_k")).await?;
+            let wv = upload(name("attn_v")).await?;
+            let wo = upload(name("attn_output")).await?;
+            let wg = upload(name("ffn_gate")).await?;
+            let wu = upload(name("ffn_up")).await?;
+            let wd = upload(name("ffn_down")).await?;
+            let qy = DeviceSlice::new(&qkv, 0, h * kl).with_stride(qkv_stride);
+            let ky = DeviceSlice::new(&qkv, h * kl, kv * kl).with_stride(qkv_stride);
+            let vy = DeviceSlice::new(&qkv, h * kl + kv * kl, kv * vl).with_stride(qkv_stride);
+            let k_cache = gpu.create_buffer(context as u64 * kv * kl, &format!("blk.{b} keys")).await?;
+            let v_cache = gpu.create_buffer(context as u64 * kv * vl, &format!("blk.{b} values")).await?;
+            let q_norm = f32_buffer(name("attn_q_norm")).await?;
+            let k_norm = f32_buffer(name("attn_k_norm")).await?;
+            let post_attn_w = f32_buffer(name("post_attention_norm")).await?;
+            let ffn_norm = f32_buffer(name("ffn_norm")).await?;
+            let post_ffw_w = f32_buffer(name("post_ffw_norm")).await?;
+            let last = b + 1 == c.blocks;
+            let out_norm = match last {
+                true => f32_buffer("output_norm.weight".into()).await?,
+                false => f32_buffer(format!("blk.{}.attn_norm.weight", b + 1)).await?,
+            };
+            let table = if c.local[b] { 1 } else { 0 };
+            let window = match (c.local[b], c.sliding_window) {
+                (true, Some(win)) => win as u32,
+                _ => 0,
+            };
+            let heads_uniform = [
+                h as u32,
+                kv as u32,
+                kl as u32,
+                vl as u32,
+                qkv_stride as u32,
+                context as u32,
+                table,
+                eps,
+                c.attention_scale.to_bits(),
+            ];
+            let block = Block {
+                q: gpu.bind_matmul(&wq, profile, hx, qy, batch).await?,
+                k: gpu.bind_matmul(&wk, profile, hx, ky, batch).await?,
+                v: gpu.bind_matmul(&wv, profile, hx, vy, batch).await?,
+                o: gpu
+                    .bind_matmul(&wo, profile, DeviceSlice::new(&att, 0, h * vl), DeviceSlice::new(&o, 0, w), batch)
+                    .await?,
+                gate: gpu
+                    .bind_matmul(&wg, profile, hx, DeviceSlice::new(&gu, 0, ff).with_stride(2 * ff), batch)
+                    .await?,
+                up: gpu.bind_matmul(&wu, profile, hx, DeviceSlice::new(&gu, ff, ff).with_stride(2 * ff), batch).await?,
+                down: gpu
+                    .bind_matmul(&wd, profile, DeviceSlice::new(&a, 0, ff), DeviceSlice::new(&o, 0, w), batch)
+                    .await?,
+                qk_rope: pipelines
+                    .bind(
+                        gpu,
+                        ModelKernel::QkRope,
+                        &step,
+                        &heads_uniform,
+                        &[&qkv, &q_norm, &k_norm, &rope, &q, &k_cache, &v_cache],
+                    )
+                    .await?,
+                attention: pipelines
+                    .bind(
+                        gpu,
+                        ModelKernel::Attention,
+                        &step,
+                        &[h as u32, kv as u32, kl as u32, vl as u32, window],
+                        &[&q, &k_cache, &v_cache, &att],
+                    )
+                    .await?,
+                post_attention: pipelines
+                    .bind(
+                        gpu,
+                        ModelKernel::Norm,
+                        &step,
+                        &[w as u32, 1, 0, eps, 0],
+                        &[&o, &post_attn_w, &ffn_norm, &x, &hn],
+                    )
+                    .await?,
+                geglu: pipelines.bind(gpu, ModelKernel::Geglu, &step, &[ff as u32], &[&gu, &a]).await?,
+                post_ffw: pipelines
+                    .bind(
+                        gpu,
+                        ModelKernel::Norm,
+                        &step,
+                        &[w as u32, 1, last as u32, eps, 0],
+                        &[&o, &post_ffw_w, &out_norm, &x, &hn],
+                    )
+                    .await?,
+            };
+            blocks.push(block);
+            tensors.extend([wq, wk, wv, wo, wg, wu, wd]);
+            buffers.extend([k_cache, v_cache, q_norm, k_norm, post_attn_w, ffn_norm, post_ffw_w]);
+            next_norm = Some(out_norm);
+        }
+        buffers.extend(next_norm);
+        let head_tensor = match file.info("output.weight") {
+            Some(_) => upload("output.weight".into()).await?,
+            None => embd,
+        };
+        let head = gpu
+            .bind_matmul(&head_tensor, profile, hx, DeviceSlice::new(&logits, 0, c.vocab as u64), head_columns)
+            .await?;
+        tensors.push(head_tensor);
+        buffers.extend([rows, x, hn, qkv, q, att, o, gu, a, rope]);
+        Ok(GpuForward {
+            gpu,
+            config: c.clone(),
+            context,
+            batch,
+            head_columns,
+            position: 0,
+            ids,
+            step,
+            logits,
+            staging,
+            gather,
+            embed,
+            blocks,
+            head,
+            _tensors: tensors,
+            _buffers: buffers,
+        })
+    }
+
+    /// Positions the KV cache holds.
+    pub fn context(&self) -> usize {
+        self.context
+    }
+
+    /// Tokens seen since the last reset: the next token's position.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// Forgets every token (the cache is overwritten from position 0).
+    pub fn reset(&mut self) {
+        self.position = 0;
+    }
+
+    /// Runs `tokens` from the current position: the last token's logits ([`Keep::Last`]) or
+    /// every token's, [token][vocab] back to back ([`Keep::All`]).
+    pub async fn forward(&mut self, tokens: &[u32], keep: Keep) -> Result<Vec<f32>> {
+        let c = &self.config;
+        if tokens.is_empty() {
+            return Err(Error::Model("no tokens to run".into()));
+        }
+        if self.position + tokens.len() > self.context {
+            return Err(Error::Model(format!(
+                "{} tokens after {} are more than the context of {} positions",
+                tokens.len(),
+                self.position,
+                self.context
+            )));
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
+            return Err(Error::Model(format!("token id {bad} is past the vocabulary of {}", c.vocab)));
+        }
+        let chunk = match keep {
+            Keep::Last => self.batch,
+            Keep::All => self.head_columns,
+        } as usize;
+        let mut out = Vec::new();
+        let count = tokens.len().div_ceil(chunk);
+        for (i, part) in tokens.chunks(chunk).enumerate() {
+            let kept = match (keep, i + 1 == count) {
+                (Keep::All, _) => part.len(),
+                (Keep::Last, true) => 1,
+                (Keep::Last, false) => 0,
+            };
+            out.extend(self.step(part, kept).await?);
+        }
+        Ok(out)
+    }
+
+    /// One submission: `tokens` at the current position, the logits of the last `kept` of them.
+    async fn step(&mut self, tokens: &[u32], kept: usize) -> Result<Vec<f32>> {
+        let gpu = self.gpu;
+        let j = tokens.len() as u32;
+        let out_from = j - kept as u32;
+        gpu.write(&self.ids, 0, tokens)?;
+        gpu.queue().write_buffer(&self.step, 0, bytemuck::cast_slice(&[j, self.position as u32, out_from, 0u32]));
+        let c = &self.config;
+        let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            let p = &mut pass;
+            self.gather.record(p, j)?;
+            self.embed.record(p, j, 1);
+            for b in &self.blocks {
+                b.q.record(p, j)?;
+                b.k.record(p, j)?;
+                b.v.record(p, j)?;
+                b.qk_rope.record(p, heads + 2 * kv, j);
+                b.attention.record(p, heads, j);
+                b.o.record(p, j)?;
+                b.post_attention.record(p, j, 1);
+                b.gate.record(p, j)?;
+                b.up.record(p, j)?;
+                b.geglu.record(p, (c.feed_forward as u32).div_ceil(LLM_WG), j);
+                b.down.record(p, j)?;
+                b.post_ffw.record(p, j, 1);
+            }
+            if kept > 0 {
+                self.head.record(p, kept as u32)?;
+            }
+        }
+        let bytes = kept as u64 * c.vocab as u64 * 4;
+        if bytes > 0 {
+            encoder.copy_buffer_to_buffer(&self.logits, 0, &self.staging, 0, bytes);
+        }
+        gpu.submit(encoder).await?;
+        self.position += tokens.len();
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let words = gpu.read_mapped(&self.staging, bytes).await?;
+        Ok(bytemuck::pod_collect_to_vec(&words))
+    }
+}

@@ -1,0 +1,106 @@
+//! How a model's logits are judged against a reference's (docs/judging.md#a-models-logits):
+//! per position, the KL divergence of ours from the reference's softmax, top-1 agreement, and
+//! the negative log-likelihood of the next token (perplexity). Sums in f64.
+
+/// log-softmax of one position's logits, in f64.
+pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
+    let max = logits.iter().fold(f64::NEG_INFINITY, |m, &z| m.max(z as f64));
+    let total: f64 = logits.iter().map(|&z| (z as f64 - max).exp()).sum();
+    let log_total = total.ln() + max;
+    logits.iter().map(|&z| z as f64 - log_total).collect()
+}
+
+/// KL(P ‖ Q) of one position: P the reference's softmax, Q ours.
+pub fn kl_divergence(reference: &[f32], ours: &[f32]) -> f64 {
+    let (p, q) = (log_softmax(reference), log_softmax(ours));
+    p.iter().zip(&q).map(|(&lp, &lq)| lp.exp() * (lp - lq)).sum::<f64>().max(0.0)
+}
+
+/// The index of the largest logit (the first, where several are equal).
+pub fn argmax(logits: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &z) in logits.iter().enumerate() {
+        if z > logits[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// −log p(`next`) under one position's logits.
+pub fn nll(logits: &[f32], next: u32) -> f64 {
+    -log_softmax(logits)[next as usize]
+}
+
+/// Two runs' logits over the same tokens, compared position by position.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Agreement {
+    pub positions: usize,
+    /// Mean KL(reference ‖ ours) over the positions.
+    pub mean_kld: f64,
+    pub max_kld: f64,
+    /// Positions where both pick the same top token, as a fraction.
+    pub top1: f64,
+}
+
+/// Compares `ours` with `reference`, both [position][vocab] back to back.
+pub fn agreement(reference: &[f32], ours: &[f32], vocab: usize) -> Agreement {
+    let (mut sum, mut max, mut same) = (0.0, 0.0f64, 0);
+    let positions = reference.len() / vocab.max(1);
+    for (r, o) in reference.chunks_exact(vocab).zip(ours.chunks_exact(vocab)) {
+        let kld = kl_divergence(r, o);
+        sum += kld;
+        max = max.max(kld);
+        same += (argmax(r) == argmax(o)) as usize;
+    }
+    let n = positions.max(1) as f64;
+    Agreement { positions, mean_kld: sum / n, max_kld: max, top1: same as f64 / n }
+}
+
+/// exp(mean −log p(next token)) over every position but the last: the perplexity of `tokens`
+/// under teacher-forced `logits` ([position][vocab]).
+pub fn perplexity(logits: &[f32], tokens: &[u32], vocab: usize) -> f64 {
+    let scored = tokens.len().saturating_sub(1).max(1);
+    let total: f64 = logits.chunks_exact(vocab).zip(&tokens[1..]).map(|(l, &next)| nll(l, next)).sum();
+    (total / scored as f64).exp()
+}
+
+/// The largest mean KL divergence `verify --forward` passes, against the exact CPU reference
+/// (docs/judging.md#a-models-logits): A32's products are the exact weights times f32
+/// activations; A8 quantizes each product's activation to q8_1, as llama.cpp's CPU backend does.
+pub fn forward_limit(profile: crate::gpu::Profile) -> f64 {
+    match profile {
+        crate::gpu::Profile::A32 => 2e-3,
+        crate::gpu::Profile::A8 => 2e-2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kld_is_zero_for_equal_and_positive_otherwise() {
+        let a = [1.0f32, 2.0, 3.0, -1.0];
+        assert!(kl_divergence(&a, &a).abs() < 1e-15);
+        // A shift of every logit is the same distribution.
+        let shifted: Vec<f32> = a.iter().map(|z| z + 5.0).collect();
+        assert!(kl_divergence(&a, &shifted) < 1e-12);
+        let b = [1.0f32, 2.5, 3.0, -1.0];
+        let kld = kl_divergence(&a, &b);
+        // By hand: p = softmax(a), q = softmax(b), Σ p (ln p − ln q).
+        let p: Vec<f64> = log_softmax(&a).iter().map(|l| l.exp()).collect();
+        let by_hand: f64 = (0..4).map(|i| p[i] * (log_softmax(&a)[i] - log_softmax(&b)[i])).sum();
+        assert!((kld - by_hand).abs() < 1e-15 && kld > 0.01, "{kld} vs {by_hand}");
+    }
+
+    #[test]
+    fn perplexity_of_a_uniform_model_is_the_vocabulary() {
+        let vocab = 8;
+        let logits = vec![0.25f32; vocab * 4];
+        let p = perplexity(&logits, &[1, 2, 3, 4], vocab);
+        assert!((p - 8.0).abs() < 1e-9, "{p}");
+        let r = agreement(&logits, &logits, vocab);
+        assert_eq!((r.positions, r.top1), (4, 1.0));
+    }
+}

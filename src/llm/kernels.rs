@@ -1,0 +1,143 @@
+//! The model's own kernels (`shaders/llm/`): norms of the residual stream, the query and key
+//! heads' norm and RoPE, attention over the KV cache and GeGLU. They are not the library's ops:
+//! the GPU forward builds them on the public device, beside the bound products it records, as
+//! any engine would build its kernels (docs/llm.md).
+
+use crate::error::Result;
+use crate::gpu::Gpu;
+use wgpu::util::DeviceExt;
+
+const COMMON: &str = include_str!("../../shaders/llm/common.wgsl");
+
+/// One of the model's kernels; `ALL` drives the portability test and the pipeline cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelKernel {
+    /// Embedding scale, or residual add of a normed output; then the next norm.
+    Norm,
+    /// Query and key heads' RMS norm and NeoX RoPE; keys and values into the cache.
+    QkRope,
+    /// Causal grouped-query attention, sliding-window on local blocks.
+    Attention,
+    /// GELU(gate) · up.
+    Geglu,
+}
+
+/// Every model kernel's workgroup size (`LLM_WG` in common.wgsl).
+pub const LLM_WG: u32 = 128;
+/// The longest key or value head the attention kernel holds (`HEAD_MAX` in attention.wgsl).
+pub const HEAD_MAX: usize = 256;
+
+impl ModelKernel {
+    pub const ALL: [ModelKernel; 4] =
+        [ModelKernel::Norm, ModelKernel::QkRope, ModelKernel::Attention, ModelKernel::Geglu];
+
+    pub fn entry_point(self) -> &'static str {
+        match self {
+            ModelKernel::Norm => "norm_columns",
+            ModelKernel::QkRope => "qk_rope",
+            ModelKernel::Attention => "attention",
+            ModelKernel::Geglu => "geglu",
+        }
+    }
+
+    /// The complete WGSL module: the shared part, then the kernel's file.
+    pub fn source(self) -> String {
+        let own = match self {
+            ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
+            ModelKernel::QkRope => include_str!("../../shaders/llm/qk_rope.wgsl"),
+            ModelKernel::Attention => include_str!("../../shaders/llm/attention.wgsl"),
+            ModelKernel::Geglu => include_str!("../../shaders/llm/geglu.wgsl"),
+        };
+        format!("// llm/{}\n{COMMON}\n{own}", self.entry_point())
+    }
+}
+
+/// The compiled pipelines, one per kernel.
+pub(super) struct Pipelines {
+    pipelines: Vec<(ModelKernel, wgpu::ComputePipeline)>,
+}
+
+impl Pipelines {
+    pub(super) async fn new(gpu: &Gpu) -> Result<Pipelines> {
+        let mut pipelines = Vec::new();
+        for kernel in ModelKernel::ALL {
+            let device = gpu.device();
+            let pipeline = gpu
+                .scoped(&format!("compiling the model kernel {}", kernel.entry_point()), || {
+                    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(kernel.entry_point()),
+                        source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+                    });
+                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(kernel.entry_point()),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some(kernel.entry_point()),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+                })
+                .await?;
+            pipelines.push((kernel, pipeline));
+        }
+        Ok(Pipelines { pipelines })
+    }
+
+    fn get(&self, kernel: ModelKernel) -> &wgpu::ComputePipeline {
+        // `new` compiled every kernel of ModelKernel::ALL, in order.
+        &self.pipelines[ModelKernel::ALL.iter().position(|&k| k == kernel).unwrap_or(0)].1
+    }
+
+    /// A kernel bound to its buffers: `uniform` (the kernel's own constants, bytes) at binding
+    /// 1, after the step's uniform at 0, then `buffers` from binding 2 on.
+    pub(super) async fn bind(
+        &self,
+        gpu: &Gpu,
+        kernel: ModelKernel,
+        step: &wgpu::Buffer,
+        uniform: &[u32],
+        buffers: &[&wgpu::Buffer],
+    ) -> Result<Dispatch> {
+        let device = gpu.device();
+        let pipeline = self.get(kernel).clone();
+        let bind_group = gpu
+            .scoped(&format!("binding the model kernel {}", kernel.entry_point()), || {
+                // Uniform blocks are padded to 16 bytes (WGSL's uniform layout rounds up).
+                let mut words = uniform.to_vec();
+                words.resize(uniform.len().div_ceil(4).max(1) * 4, 0);
+                let constants = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(kernel.entry_point()),
+                    contents: bytemuck::cast_slice(&words),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                });
+                let mut entries = vec![
+                    wgpu::BindGroupEntry { binding: 0, resource: step.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: constants.as_entire_binding() },
+                ];
+                for (i, b) in buffers.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry { binding: 2 + i as u32, resource: b.as_entire_binding() });
+                }
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(kernel.entry_point()),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &entries,
+                })
+            })
+            .await?;
+        Ok(Dispatch { pipeline, bind_group })
+    }
+}
+
+/// A model kernel bound to one block's buffers.
+pub(super) struct Dispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+}
+
+impl Dispatch {
+    pub(super) fn record(&self, pass: &mut wgpu::ComputePass<'_>, x: u32, y: u32) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+}
