@@ -84,34 +84,53 @@ fn every_kernel_validates_and_translates_to_every_backend_language() {
     assert!(failures.is_empty(), "{} of {} kernels failed:\n{}", failures.len(), keys.len(), failures.join("\n"));
 }
 
+/// Kernels over activations, not keyed by a weight format: the library's activation ops and a
+/// model's own kernels (`llm::kernels`), each with its entry point, in every target language.
 #[test]
-fn every_activation_kernel_validates_and_translates() {
+fn every_activation_and_model_kernel_validates_and_translates() {
     use ninfer_wgpu::gpu::kernels::{assemble_activation, ActivationOp};
-    for op in ActivationOp::ALL {
-        let source = assemble_activation(op);
-        let module = naga::front::wgsl::parse_str(&source)
-            .unwrap_or_else(|e| panic!("{}: {}", op.name(), e.emit_to_string(&source)));
+    use ninfer_wgpu::llm::kernels::ModelKernel;
+    let mut kernels: Vec<(String, String, &str)> = ActivationOp::ALL
+        .iter()
+        .map(|&op| (op.name().to_string(), assemble_activation(op), op.entry_point()))
+        .collect();
+    kernels.extend(ModelKernel::ALL.iter().map(|&k| (format!("llm/{}", k.entry_point()), k.source(), k.entry_point())));
+    for (name, source, entry) in &kernels {
+        let module =
+            naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
         let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
             .validate(&module)
-            .unwrap_or_else(|e| panic!("{}: {}", op.name(), e.emit_to_string(&source)));
-        assert!(
-            module.entry_points.iter().any(|e| e.name == op.entry_point()),
-            "{}: no entry point {}",
-            op.name(),
-            op.entry_point()
-        );
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+        assert!(module.entry_points.iter().any(|e| e.name == *entry), "{name}: no entry point {entry}");
         spv::write_vec(&module, &info, &spv::Options::default(), None).expect("SPIR-V");
-        let entry = op.entry_point().to_string();
+        let entry = entry.to_string();
         let msl_pipeline = msl::PipelineOptions {
             entry_point: Some((naga::ShaderStage::Compute, entry.clone())),
             ..Default::default()
         };
         let msl_options = msl::Options { lang_version: (2, 4), ..Default::default() };
-        msl::write_string(&module, &info, &msl_options, &msl_pipeline).expect("MSL");
+        msl::write_string(&module, &info, &msl_options, &msl_pipeline).unwrap_or_else(|e| panic!("{name}: MSL: {e}"));
         let hlsl_options = hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
-        let hlsl_pipeline = hlsl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry)) };
+        let hlsl_pipeline = hlsl::PipelineOptions { entry_point: Some((naga::ShaderStage::Compute, entry.clone())) };
         let mut hlsl_out = String::new();
-        hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline).write(&module, &info, None).expect("HLSL");
+        hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline)
+            .write(&module, &info, None)
+            .unwrap_or_else(|e| panic!("{name}: HLSL: {e}"));
+        let glsl_options =
+            glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
+        let glsl_pipeline =
+            glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
+        let mut glsl_out = String::new();
+        glsl::Writer::new(
+            &mut glsl_out,
+            &module,
+            &info,
+            &glsl_options,
+            &glsl_pipeline,
+            naga::proc::BoundsCheckPolicies::default(),
+        )
+        .and_then(|mut w| w.write())
+        .unwrap_or_else(|e| panic!("{name}: GLSL: {e}"));
     }
 }
 

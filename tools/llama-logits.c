@@ -3,6 +3,7 @@
 //
 //   llama-logits tokenize MODEL TEXT_FILE OUT.i32   ids as llama.cpp encodes them (BOS as the
 //                                                   model says, special text as plain text)
+//   llama-logits tokenize-special MODEL TEXT_FILE OUT.i32   the same, control-token text parsed
 //   llama-logits logits MODEL IDS.i32 OUT.f32       [tokens][vocab] f32, every position
 //
 // Files are little-endian (the machine's order), as ninfer-wgpu's `tokenize -o` and `logits -o`.
@@ -42,14 +43,16 @@ static void write_all(const char *path, const void *data, size_t bytes) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5 || (strcmp(argv[1], "tokenize") && strcmp(argv[1], "logits"))) {
-        fprintf(stderr, "usage: llama-logits tokenize|logits MODEL INPUT OUTPUT\n");
+    int special = argc > 1 && !strcmp(argv[1], "tokenize-special");
+    if (argc != 5 || (strcmp(argv[1], "tokenize") && strcmp(argv[1], "logits") && !special)) {
+        fprintf(stderr, "usage: llama-logits tokenize|tokenize-special|logits MODEL INPUT OUTPUT\n");
         return 2;
     }
     llama_log_set(quiet, NULL);
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = 0;
+    // LLAMA_NGL=99 with a GPU build: llama.cpp's own GPU backend (for measuring it, not for tests).
+    mp.n_gpu_layers = getenv("LLAMA_NGL") ? atoi(getenv("LLAMA_NGL")) : 0;
     mp.progress_callback = silent_progress;
     struct llama_model *model = llama_model_load_from_file(argv[2], mp);
     if (!model) { fprintf(stderr, "%s: not loaded\n", argv[2]); return 1; }
@@ -57,10 +60,10 @@ int main(int argc, char **argv) {
     long len;
     void *input = read_all(argv[3], &len);
 
-    if (!strcmp(argv[1], "tokenize")) {
+    if (strcmp(argv[1], "logits")) {
         int cap = (int)len + 16;
         llama_token *ids = malloc(sizeof(llama_token) * cap);
-        int n = llama_tokenize(vocab, input, (int)len, ids, cap, true, false);
+        int n = llama_tokenize(vocab, input, (int)len, ids, cap, true, special);
         if (n < 0) { fprintf(stderr, "tokenize failed (%d)\n", n); return 1; }
         write_all(argv[4], ids, sizeof(llama_token) * n);
         return 0;

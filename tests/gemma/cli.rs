@@ -1,0 +1,131 @@
+//! The model commands' contract (docs/cli.md#models): `logits -o` writes [tokens][vocab]
+//! little-endian f32 equal to the library's, `perplexity --json` and `generate --json` carry
+//! their fields, `verify --forward` judges this adapter, and bad input gets a short error.
+
+use super::{model, scratch};
+use ninfer_wgpu::gguf::reader::GgufFile;
+use ninfer_wgpu::llm::{judge, Gemma3Config, Reference, Tokenizer};
+use std::ffi::OsStr;
+use std::process::{Command, Output};
+
+fn cli(args: &[&OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).output().unwrap()
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The adapter the commands run on: CI's first expected one, else the machine's default.
+fn adapter() -> Vec<String> {
+    match std::env::var("NINFER_WGPU_EXPECT").ok().and_then(|l| l.split(',').next().map(str::to_string)) {
+        Some(a) => vec!["--adapter".into(), a],
+        None => Vec::new(),
+    }
+}
+
+#[test]
+fn the_model_commands_keep_their_contract() {
+    let Some(path) = model() else {
+        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
+        return;
+    };
+    let file = GgufFile::open(&path).unwrap();
+    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&file).unwrap();
+    let dir = scratch("cli");
+    let m = path.as_os_str();
+    let adapter = adapter();
+    let with_adapter = |args: Vec<&OsStr>| {
+        let mut all: Vec<&OsStr> = args;
+        all.extend(adapter.iter().map(OsStr::new));
+        cli(&all)
+    };
+    let text = "A short sentence about the sea.";
+    let (text_file, ids_file, out_file) = (dir.join("t.txt"), dir.join("t.i32"), dir.join("t.f32"));
+    std::fs::write(&text_file, text).unwrap();
+    let ids = tokenizer.encode(text, false).unwrap();
+    std::fs::write(&ids_file, ids.iter().flat_map(|&i| (i as i32).to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+
+    // logits: the GPU's, as the library's exact reference within the A32 limit; --device cpu is
+    // the reference itself, bit for bit.
+    let exact: Vec<f32> = Reference::load(&file, &config).unwrap().logits(&ids).unwrap().concat();
+    for device in ["gpu", "cpu"] {
+        let out = with_adapter(vec![
+            "logits".as_ref(),
+            m,
+            "--tokens".as_ref(),
+            ids_file.as_os_str(),
+            "--device".as_ref(),
+            device.as_ref(),
+            "-o".as_ref(),
+            out_file.as_os_str(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let got: Vec<f32> = bytemuck::pod_collect_to_vec(&std::fs::read(&out_file).unwrap());
+        assert_eq!(got.len(), ids.len() * config.vocab, "{device}: [tokens][vocab]");
+        match device {
+            "cpu" => assert!(got == exact, "--device cpu is the reference"),
+            _ => {
+                let a = judge::agreement(&exact, &got, config.vocab);
+                assert!(a.mean_kld <= judge::forward_limit(ninfer_wgpu::gpu::Profile::A32), "{a:?}");
+            }
+        }
+    }
+
+    let v = json_of(&with_adapter(vec![
+        "perplexity".as_ref(),
+        m,
+        "--text-file".as_ref(),
+        text_file.as_os_str(),
+        "--json".as_ref(),
+    ]));
+    assert_eq!(v["tokens"], ids.len());
+    let want = judge::perplexity(&exact, &ids, config.vocab);
+    let got = v["perplexity"].as_f64().unwrap();
+    assert!((got / want - 1.0).abs() < 1e-4, "perplexity {got} vs the reference's {want}");
+
+    let v = json_of(&with_adapter(vec![
+        "generate".as_ref(),
+        m,
+        "--prompt".as_ref(),
+        "The capital of France is".as_ref(),
+        "-n".as_ref(),
+        "4".as_ref(),
+        "--greedy".as_ref(),
+        "--json".as_ref(),
+    ]));
+    let tokens: Vec<u32> = v["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect();
+    assert_eq!(tokens.len(), 4);
+    assert_eq!(v["text"].as_str().unwrap(), tokenizer.decode(&tokens).unwrap());
+    assert_eq!(v["prompt_tokens"], tokenizer.encode("The capital of France is", false).unwrap().len());
+    assert!(v["prompt_tokens_per_s"].as_f64().unwrap() > 0.0 && v["generation_tokens_per_s"].as_f64().unwrap() > 0.0);
+
+    let v = json_of(&with_adapter(vec![
+        "verify".as_ref(),
+        m,
+        "--forward".as_ref(),
+        "--tokens".as_ref(),
+        ids_file.as_os_str(),
+        "--json".as_ref(),
+    ]));
+    assert_eq!((v["pass"].as_bool(), v["tokens"].as_u64()), (Some(true), Some(ids.len() as u64)));
+    assert!(v["agreement"]["mean_kld"].as_f64().unwrap() <= v["mean_kld_limit"].as_f64().unwrap());
+
+    // Bad input: a short error naming the problem, exit code 2, no panic.
+    let bad_file = dir.join("bad.i32");
+    let bad = |bytes: &[u8], args: &[&str], want: &str| {
+        std::fs::write(&bad_file, bytes).unwrap();
+        let mut a: Vec<&OsStr> = vec!["logits".as_ref(), m, "--tokens".as_ref(), bad_file.as_os_str()];
+        a.extend(args.iter().map(OsStr::new));
+        let out = with_adapter(a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(2) && err.contains(want) && !err.contains("panicked"), "{want}: {err}");
+    };
+    bad(&[2, 0, 0, 0, 1], &[], "not a whole number of i32 ids");
+    bad(&(-5i32).to_le_bytes(), &[], "token 0 is negative (-5)");
+    bad(&[(2i32).to_le_bytes(), (262144i32).to_le_bytes()].concat(), &[], "token id 262144 is past the vocabulary");
+    bad(&[2u8, 0, 0, 0].repeat(9), &["--context", "8"], "9 tokens after 0 are more than the context of 8");
+    std::fs::remove_dir_all(&dir).ok();
+}
