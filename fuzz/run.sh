@@ -12,7 +12,7 @@ seconds=${1:-20}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(gguf ninfer sources validators args)
+  targets=(gguf ninfer sources validators args model)
 fi
 cargo +nightly --version >/dev/null || { echo "fuzz/run.sh needs the nightly toolchain (cargo +nightly)" >&2; exit 1; }
 # The cargo-fuzz command only drives the build: unoptimized, it builds in a fraction of the time.

@@ -65,13 +65,15 @@ pub fn perplexity(logits: &[f32], tokens: &[u32], vocab: usize) -> f64 {
     (total / scored as f64).exp()
 }
 
-/// The largest mean KL divergence `verify --forward` passes, against the exact CPU reference
-/// (docs/judging.md#a-models-logits): A32's products are the exact weights times f32
-/// activations; A8 quantizes each product's activation to q8_1, as llama.cpp's CPU backend does.
+/// The largest mean KL divergence `verify --forward` and the tests pass against the exact CPU
+/// reference (docs/judging.md#a-models-logits). A32: below llama.cpp's own Vulkan backend's
+/// distance from the exact forward (6.6e-4 to 7.1e-4), where ours measured about 2e-12. A8
+/// quantizes every product's activation to q8_1, as llama.cpp's CPU backend does (4.6e-3
+/// from the exact forward); ours measured 1.4e-3 to 2.6e-3.
 pub fn forward_limit(profile: crate::gpu::Profile) -> f64 {
     match profile {
-        crate::gpu::Profile::A32 => 2e-3,
-        crate::gpu::Profile::A8 => 2e-2,
+        crate::gpu::Profile::A32 => 5e-4,
+        crate::gpu::Profile::A8 => 5e-3,
     }
 }
 

@@ -5,6 +5,7 @@
 //! tests wait on it with `native::block_on`.
 
 mod engine;
+mod model;
 mod pins;
 mod shared;
 mod split;

@@ -1,0 +1,69 @@
+//! A model's forward pass on every adapter without the 253 MB download: the fuzz seed
+//! `fuzz/seeds/model/tiny-gemma3.gguf` (tools/make-model-seed.py: one block, two query heads
+//! over one key head, a sliding window of 8, f32 weights) through the GPU forward, against the
+//! exact CPU reference; then the same file with a tensor's type changed, refused before any GPU
+//! work. gemma-3-270m itself is judged in tests/gemma/.
+
+use super::{open, selectors};
+use ninfer_wgpu::gguf::reader::GgufFile;
+use ninfer_wgpu::gpu::{GpuOptions, Profile};
+use ninfer_wgpu::llm::judge::{agreement, forward_limit};
+use ninfer_wgpu::llm::{ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Tokenizer};
+use ninfer_wgpu::native::block_on;
+
+const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3.gguf");
+
+/// Steps of 3 columns over 20 tokens: steps start mid-window, the window of 8 is crossed, and
+/// the last step's logits are checked a token at a time through the KV cache too.
+#[test]
+fn a_tiny_gemma3_runs_as_its_exact_reference_on_every_adapter() {
+    let file = GgufFile::from_bytes(std::fs::read(SEED).unwrap()).unwrap();
+    let config = Gemma3Config::from_gguf(&file).unwrap();
+    assert_eq!((config.blocks, config.heads, config.kv_heads, config.sliding_window), (1, 2, 1, Some(8)));
+    assert!(config.local[0], "the one block is local: the window applies");
+    let ids = Tokenizer::from_gguf(&file).unwrap().encode("hello the world, a hello é 東京 the end", false).unwrap();
+    assert!(ids.len() >= 20, "{} tokens", ids.len());
+    let exact: Vec<f32> = Reference::load(&file, &config).unwrap().logits(&ids).unwrap().concat();
+    let options = ForwardOptions { batch: 3, ..Default::default() };
+    for selector in selectors() {
+        let Some(gpu) = open(&selector, GpuOptions::default()) else { continue };
+        let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options)).unwrap();
+        let ours = block_on(forward.forward(&ids, Keep::All)).unwrap();
+        let a = agreement(&exact, &ours, config.vocab);
+        assert!(a.mean_kld <= forward_limit(Profile::A32) && a.top1 == 1.0, "{selector}: {a:?}");
+        // Again, a token at a time: the KV cache carries the sequence.
+        forward.reset();
+        let mut last = Vec::new();
+        for &id in &ids {
+            last = block_on(forward.forward(&[id], Keep::Last)).unwrap();
+        }
+        let at_end = agreement(&exact[(ids.len() - 1) * config.vocab..], &last, config.vocab);
+        assert!(at_end.mean_kld <= forward_limit(Profile::A32), "{selector}, a token at a time: {at_end:?}");
+        // f32 weights have no A8 product: refused by name before anything is uploaded.
+        let a8 = ForwardOptions { profile: Profile::A8, ..options };
+        let err = block_on(GpuForward::load(&gpu, &file, &config, &a8)).err().unwrap().to_string();
+        assert!(err.contains("tensor `blk.0.attn_q.weight`") && err.contains("matmul_a8"), "{selector}: {err}");
+    }
+}
+
+/// The same file with `blk.0.attn_q.weight` typed I32 (the same 4 bytes an element): its shape
+/// still fits, but no product takes integers; both forwards refuse it by name.
+#[test]
+fn a_weight_of_the_wrong_type_is_refused_by_name() {
+    let mut bytes = std::fs::read(SEED).unwrap();
+    let name = b"blk.0.attn_q.weight";
+    let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len();
+    // Tensor info: name, n_dims (u32), dims (u64 each), type (u32), offset (u64).
+    let dims = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let ty = at + 4 + 8 * dims;
+    assert_eq!(u32::from_le_bytes(bytes[ty..ty + 4].try_into().unwrap()), 0, "F32 before");
+    bytes[ty..ty + 4].copy_from_slice(&26u32.to_le_bytes()); // ggml's I32
+    let file = GgufFile::from_bytes(bytes).unwrap();
+    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let err = Reference::load(&file, &config).err().unwrap().to_string();
+    assert!(err.contains("tensor `blk.0.attn_q.weight` holds integers"), "{err}");
+    let Some(selector) = selectors().into_iter().next() else { return };
+    let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
+    let err = block_on(GpuForward::load(&gpu, &file, &config, &Default::default())).err().unwrap().to_string();
+    assert!(err.contains("tensor `blk.0.attn_q.weight`"), "{err}");
+}
