@@ -1,4 +1,4 @@
-// A driver of libllama for the model checks (tests/gemma.rs, tools/llamacpp-cpu.sh builds it):
+// A driver of libllama for the model checks (tests/gemma/, tools/llamacpp-cpu.sh builds it):
 // llama.cpp's own tokenization and teacher-forced logits, on its CPU backend, as files.
 //
 //   llama-logits tokenize MODEL TEXT_FILE OUT.i32   ids as llama.cpp encodes them (BOS as the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The outside reference for the model checks (tests/gemma.rs): llama.cpp's CPU backend, built
+# The outside reference for the model checks (tests/gemma/): llama.cpp's CPU backend, built
 # from the llama.cpp that the PyPI sdist of llama-cpp-python vendors (as
 # ../shared/tools/llamacpp-peer.sh builds its Vulkan kernels), and tools/llama-logits.c, a small
 # driver of libllama, compiled against it.

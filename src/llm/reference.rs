@@ -7,8 +7,8 @@
 //! post-feed-forward norm and the residual; a final norm and the tied head.
 //!
 //! The model-level oracle: slow (a token costs every weight once, in f64), exact up to f64
-//! rounding. Its greedy continuations equal llama.cpp's CPU backend's (tests/gemma.rs); its
-//! logits are not yet judged against llama.cpp's (issue 36).
+//! rounding. Its logits and greedy continuations judge the GPU forward, and llama.cpp's are
+//! judged against it (tests/gemma/, docs/judging.md#a-models-logits).
 
 use super::config::Gemma3Config;
 use crate::error::{Error, Result};

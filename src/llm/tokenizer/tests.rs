@@ -1,5 +1,5 @@
 //! The encoding rules on a toy vocabulary (gemma-3-270m's own against llama.cpp:
-//! tests/gemma.rs).
+//! tests/gemma/).
 
 use super::*;
 use crate::llm::testing::Table;
