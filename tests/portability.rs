@@ -6,6 +6,19 @@ use naga::valid::{Capabilities, ValidationFlags, Validator};
 use ninfer_wgpu::gpu::capability;
 use ninfer_wgpu::gpu::kernels::{assemble, KernelKey, Variant};
 
+/// The module's entry point as GLSL ES 3.10, the GL/GLES compute baseline.
+fn glsl_es(module: &naga::Module, info: &naga::valid::ModuleInfo, entry: String) -> Result<(), String> {
+    let options =
+        glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
+    let pipeline =
+        glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
+    let mut out = String::new();
+    glsl::Writer::new(&mut out, module, info, &options, &pipeline, naga::proc::BoundsCheckPolicies::default())
+        .and_then(|mut w| w.write())
+        .map(|_| ())
+        .map_err(|e| format!("GLSL: {e}"))
+}
+
 fn translate(key: KernelKey) -> Result<(), String> {
     let source = assemble(key).map_err(|e| e.to_string())?;
     let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
@@ -42,21 +55,7 @@ fn translate(key: KernelKey) -> Result<(), String> {
 
     if key.variant != Variant::Subgroup {
         // GLSL ES 3.10 is the GL/GLES compute baseline; it has no subgroup operations.
-        let glsl_options =
-            glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
-        let glsl_pipeline =
-            glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
-        let mut glsl_out = String::new();
-        glsl::Writer::new(
-            &mut glsl_out,
-            &module,
-            &info,
-            &glsl_options,
-            &glsl_pipeline,
-            naga::proc::BoundsCheckPolicies::default(),
-        )
-        .and_then(|mut w| w.write())
-        .map_err(|e| format!("GLSL: {e}"))?;
+        glsl_es(&module, &info, entry)?;
     }
     Ok(())
 }
@@ -116,21 +115,7 @@ fn every_activation_and_model_kernel_validates_and_translates() {
         hlsl::Writer::new(&mut hlsl_out, &hlsl_options, &hlsl_pipeline)
             .write(&module, &info, None)
             .unwrap_or_else(|e| panic!("{name}: HLSL: {e}"));
-        let glsl_options =
-            glsl::Options { version: glsl::Version::Embedded { version: 310, is_webgl: false }, ..Default::default() };
-        let glsl_pipeline =
-            glsl::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry, multiview: None };
-        let mut glsl_out = String::new();
-        glsl::Writer::new(
-            &mut glsl_out,
-            &module,
-            &info,
-            &glsl_options,
-            &glsl_pipeline,
-            naga::proc::BoundsCheckPolicies::default(),
-        )
-        .and_then(|mut w| w.write())
-        .unwrap_or_else(|e| panic!("{name}: GLSL: {e}"));
+        glsl_es(&module, &info, entry).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 

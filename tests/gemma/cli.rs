@@ -2,19 +2,13 @@
 //! little-endian f32 equal to the library's, `perplexity --json` and `generate --json` carry
 //! their fields, `verify --forward` judges this adapter, and bad input gets a short error.
 
-use super::{model, scratch};
+use super::model;
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::{judge, Gemma3Config, Reference, Tokenizer};
-use std::ffi::OsStr;
-use std::process::{Command, Output};
+use ninfer_wgpu_testkit::TempDir;
 
-fn cli(args: &[&OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ninfer-wgpu")).args(args).output().unwrap()
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+fn json_of(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
 /// The adapter the commands run on: CI's first expected one, else the machine's default.
@@ -34,16 +28,24 @@ fn the_model_commands_keep_their_contract() {
     let file = GgufFile::open(&path).unwrap();
     let config = Gemma3Config::from_gguf(&file).unwrap();
     let tokenizer = Tokenizer::from_gguf(&file).unwrap();
-    let dir = scratch("cli");
-    let m = path.as_os_str();
+    let dir = TempDir::new("gemma-cli");
+    let m = path.to_str().unwrap();
     let adapter = adapter();
-    let with_adapter = |args: Vec<&OsStr>| {
-        let mut all: Vec<&OsStr> = args;
-        all.extend(adapter.iter().map(OsStr::new));
-        cli(&all)
+    let cli = ninfer_wgpu_testkit::cli!();
+    // Every command on the same adapter: success required (`ok`) or an error (`fails`).
+    let with_adapter = |args: &[&str], ok: bool| {
+        let mut all = args.to_vec();
+        all.extend(adapter.iter().map(String::as_str));
+        if ok {
+            cli.ok(&all)
+        } else {
+            cli.fails(&all)
+        }
     };
     let text = "A short sentence about the sea.";
     let (text_file, ids_file, out_file) = (dir.join("t.txt"), dir.join("t.i32"), dir.join("t.f32"));
+    let (text_path, ids_path, out_path) =
+        (text_file.to_str().unwrap(), ids_file.to_str().unwrap(), out_file.to_str().unwrap());
     std::fs::write(&text_file, text).unwrap();
     let ids = tokenizer.encode(text, false).unwrap();
     std::fs::write(&ids_file, ids.iter().flat_map(|&i| (i as i32).to_le_bytes()).collect::<Vec<u8>>()).unwrap();
@@ -52,17 +54,7 @@ fn the_model_commands_keep_their_contract() {
     // the reference itself, bit for bit.
     let exact: Vec<f32> = Reference::load(&file, &config).unwrap().logits(&ids).unwrap().concat();
     for device in ["gpu", "cpu"] {
-        let out = with_adapter(vec![
-            "logits".as_ref(),
-            m,
-            "--tokens".as_ref(),
-            ids_file.as_os_str(),
-            "--device".as_ref(),
-            device.as_ref(),
-            "-o".as_ref(),
-            out_file.as_os_str(),
-        ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        with_adapter(&["logits", m, "--tokens", ids_path, "--device", device, "-o", out_path], true);
         let got: Vec<f32> = bytemuck::pod_collect_to_vec(&std::fs::read(&out_file).unwrap());
         assert_eq!(got.len(), ids.len() * config.vocab, "{device}: [tokens][vocab]");
         match device {
@@ -74,58 +66,34 @@ fn the_model_commands_keep_their_contract() {
         }
     }
 
-    let v = json_of(&with_adapter(vec![
-        "perplexity".as_ref(),
-        m,
-        "--text-file".as_ref(),
-        text_file.as_os_str(),
-        "--json".as_ref(),
-    ]));
+    let v = json_of(&with_adapter(&["perplexity", m, "--text-file", text_path, "--json"], true));
     assert_eq!(v["tokens"], ids.len());
     let want = judge::perplexity(&exact, &ids, config.vocab);
     let got = v["perplexity"].as_f64().unwrap();
     assert!((got / want - 1.0).abs() < 1e-4, "perplexity {got} vs the reference's {want}");
 
-    let v = json_of(&with_adapter(vec![
-        "generate".as_ref(),
-        m,
-        "--prompt".as_ref(),
-        "The capital of France is".as_ref(),
-        "-n".as_ref(),
-        "4".as_ref(),
-        "--greedy".as_ref(),
-        "--json".as_ref(),
-    ]));
+    let prompt = "The capital of France is";
+    let v = json_of(&with_adapter(&["generate", m, "--prompt", prompt, "-n", "4", "--greedy", "--json"], true));
     let tokens: Vec<u32> = v["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect();
     assert_eq!(tokens.len(), 4);
     assert_eq!(v["text"].as_str().unwrap(), tokenizer.decode(&tokens).unwrap());
-    assert_eq!(v["prompt_tokens"], tokenizer.encode("The capital of France is", false).unwrap().len());
+    assert_eq!(v["prompt_tokens"], tokenizer.encode(prompt, false).unwrap().len());
     assert!(v["prompt_tokens_per_s"].as_f64().unwrap() > 0.0 && v["generation_tokens_per_s"].as_f64().unwrap() > 0.0);
 
-    let v = json_of(&with_adapter(vec![
-        "verify".as_ref(),
-        m,
-        "--forward".as_ref(),
-        "--tokens".as_ref(),
-        ids_file.as_os_str(),
-        "--json".as_ref(),
-    ]));
+    let v = json_of(&with_adapter(&["verify", m, "--forward", "--tokens", ids_path, "--json"], true));
     assert_eq!((v["pass"].as_bool(), v["tokens"].as_u64()), (Some(true), Some(ids.len() as u64)));
     assert!(v["agreement"]["mean_kld"].as_f64().unwrap() <= v["mean_kld_limit"].as_f64().unwrap());
 
     // Bad input: a short error naming the problem, exit code 2, no panic.
     let bad_file = dir.join("bad.i32");
+    let bad_path = bad_file.to_str().unwrap();
     let bad = |bytes: &[u8], args: &[&str], want: &str| {
         std::fs::write(&bad_file, bytes).unwrap();
-        let mut a: Vec<&OsStr> = vec!["logits".as_ref(), m, "--tokens".as_ref(), bad_file.as_os_str()];
-        a.extend(args.iter().map(OsStr::new));
-        let out = with_adapter(a);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.code() == Some(2) && err.contains(want) && !err.contains("panicked"), "{want}: {err}");
+        let err = with_adapter(&[&["logits", m, "--tokens", bad_path], args].concat(), false);
+        assert!(err.contains(want), "{want}: {err}");
     };
     bad(&[2, 0, 0, 0, 1], &[], "not a whole number of i32 ids");
     bad(&(-5i32).to_le_bytes(), &[], "token 0 is negative (-5)");
     bad(&[(2i32).to_le_bytes(), (262144i32).to_le_bytes()].concat(), &[], "token id 262144 is past the vocabulary");
     bad(&[2u8, 0, 0, 0].repeat(9), &["--context", "8"], "9 tokens after 0 are more than the context of 8");
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,12 +1,13 @@
 //! The GPU forward pass of gemma-3-270m on every adapter, judged against the exact CPU reference
 //! forward and against llama.cpp's CPU backend (docs/judging.md#a-models-logits).
 
-use super::{ci, ids_of, llama, llama_logits, model, scratch};
+use super::{ci, ids_of, llama, llama_logits, model};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Profile};
 use ninfer_wgpu::llm::judge::{self, agreement, forward_limit};
 use ninfer_wgpu::llm::{ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Tokenizer};
 use ninfer_wgpu::native::block_on;
+use ninfer_wgpu_testkit::TempDir;
 
 /// A paragraph of English prose (84 tokens).
 const PROSE: &str = "The lighthouse keeper climbed the narrow stairs every evening at dusk, carrying a lantern and \
@@ -77,6 +78,17 @@ fn open(selector: &str) -> Option<Gpu> {
     }
 }
 
+/// The model file and the first adapter, or `None` after saying why (a failure under CI).
+fn model_and_gpu() -> Option<(std::path::PathBuf, Gpu)> {
+    let Some(path) = model() else {
+        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
+        return None;
+    };
+    let gpu = selectors().first().and_then(|s| open(s));
+    assert!(gpu.is_some() || !ci(), "CI=true but no GPU adapter");
+    Some((path, gpu?))
+}
+
 fn gpu_logits(gpu: &Gpu, file: &GgufFile, config: &Gemma3Config, options: ForwardOptions, ids: &[u32]) -> Vec<f32> {
     let mut forward = block_on(GpuForward::load(gpu, file, config, &options)).unwrap();
     block_on(forward.forward(ids, Keep::All)).unwrap()
@@ -98,15 +110,15 @@ fn gpu_logits_match_the_exact_reference_and_llama_cpp_on_every_adapter() {
     let config = Gemma3Config::from_gguf(&file).unwrap();
     let tokenizer = Tokenizer::from_gguf(&file).unwrap();
     let reference = Reference::load(&file, &config).unwrap();
-    let dir = scratch("forward");
+    let dir = TempDir::new("gemma-forward");
     let vocab = config.vocab;
     let mut texts = Vec::new();
     for Text { name, text, .. } in TEXTS {
-        let f = dir.join(format!("{name}.txt"));
+        let f = dir.join(&format!("{name}.txt"));
         std::fs::write(&f, text).unwrap();
         let ids = tokenizer.encode(text, false).unwrap();
         assert_eq!(ids, ids_of(&llama(&tool, "tokenize", &path, &f)), "{name}: ids differ from llama.cpp's");
-        let ids_file = dir.join(format!("{name}.i32"));
+        let ids_file = dir.join(&format!("{name}.i32"));
         std::fs::write(&ids_file, ids.iter().flat_map(|&i| (i as i32).to_le_bytes()).collect::<Vec<u8>>()).unwrap();
         let theirs: Vec<f32> = bytemuck::pod_collect_to_vec(&llama(&tool, "logits", &path, &ids_file));
         assert_eq!(theirs.len(), ids.len() * vocab);
@@ -163,7 +175,6 @@ fn gpu_logits_match_the_exact_reference_and_llama_cpp_on_every_adapter() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -172,14 +183,7 @@ fn gpu_logits_match_the_exact_reference_and_llama_cpp_on_every_adapter() {
 /// whole sequence run at once.
 #[test]
 fn greedy_generation_follows_the_exact_reference() {
-    let Some(path) = model() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
-        return;
-    };
-    let Some(gpu) = selectors().first().and_then(|s| open(s)) else {
-        assert!(!ci(), "CI=true but no GPU adapter");
-        return;
-    };
+    let Some((path, gpu)) = model_and_gpu() else { return };
     let file = GgufFile::open(&path).unwrap();
     let config = Gemma3Config::from_gguf(&file).unwrap();
     let tokenizer = Tokenizer::from_gguf(&file).unwrap();
@@ -219,14 +223,7 @@ fn greedy_generation_follows_the_exact_reference() {
 /// still agree, and both differ from the model's own 512-position window.
 #[test]
 fn a_narrow_sliding_window_is_honoured_by_the_gpu_and_the_reference() {
-    let Some(path) = model() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
-        return;
-    };
-    let Some(gpu) = selectors().first().and_then(|s| open(s)) else {
-        assert!(!ci(), "CI=true but no GPU adapter");
-        return;
-    };
+    let Some((path, gpu)) = model_and_gpu() else { return };
     let file = GgufFile::open(&path).unwrap();
     let mut config = Gemma3Config::from_gguf(&file).unwrap();
     let ids =
@@ -244,14 +241,7 @@ fn a_narrow_sliding_window_is_honoured_by_the_gpu_and_the_reference() {
 /// What a run refuses before any GPU work, clearly.
 #[test]
 fn bad_runs_are_refused_with_their_numbers() {
-    let Some(path) = model() else {
-        eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
-        return;
-    };
-    let Some(gpu) = selectors().first().and_then(|s| open(s)) else {
-        assert!(!ci(), "CI=true but no GPU adapter");
-        return;
-    };
+    let Some((path, gpu)) = model_and_gpu() else { return };
     let file = GgufFile::open(&path).unwrap();
     let config = Gemma3Config::from_gguf(&file).unwrap();
     let options = ForwardOptions { context: 8, batch: 4, ..Default::default() };

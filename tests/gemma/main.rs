@@ -15,6 +15,7 @@ mod forward;
 
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::Gemma3Config;
+use ninfer_wgpu_testkit::TempDir;
 use std::path::{Path, PathBuf};
 
 fn ci() -> bool {
@@ -40,13 +41,6 @@ fn llama_logits() -> Option<PathBuf> {
     })?;
     assert!(!(ci() && named.is_some() && !path.exists()), "CI=true and LLAMA_LOGITS names a missing file");
     path.exists().then_some(path)
-}
-
-/// A scratch directory of this test process.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ninfer-gemma-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs the llama.cpp driver: `mode` on `input`, its output file's bytes.
@@ -108,9 +102,9 @@ fn gemma_270m_encodes_as_llama_cpp_does() {
     };
     let file = GgufFile::open(&path).unwrap();
     let tokenizer = ninfer_wgpu::llm::Tokenizer::from_gguf(&file).unwrap();
-    let dir = scratch("tokenize");
+    let dir = TempDir::new("gemma-tokenize");
     for (i, text) in TEXTS.iter().enumerate() {
-        let f = dir.join(format!("{i}.txt"));
+        let f = dir.join(&format!("{i}.txt"));
         std::fs::write(&f, text).unwrap();
         // Both ways special-token text is read: parsed, and plain (the default).
         for special in [true, false] {
@@ -122,7 +116,6 @@ fn gemma_270m_encodes_as_llama_cpp_does() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -131,7 +124,7 @@ fn the_tokenize_command_writes_the_librarys_ids_as_little_endian_i32() {
         eprintln!("skipped: gemma-3-270m-q4_k_m.gguf not found");
         return;
     };
-    let dir = scratch("tokenize-cli");
+    let dir = TempDir::new("gemma-tokenize-cli");
     let (text, ids_file, bad) = (dir.join("t.txt"), dir.join("t.i32"), dir.join("bad.txt"));
     std::fs::write(&text, TEXTS[5]).unwrap();
     std::fs::write(&bad, b"caf\xe9").unwrap();
@@ -157,5 +150,4 @@ fn the_tokenize_command_writes_the_librarys_ids_as_little_endian_i32() {
     let out = run(&[path.as_os_str(), "--text-file".as_ref(), bad.as_os_str()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("not UTF-8") && err.contains("byte 3"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
