@@ -2,7 +2,9 @@
 """Writes fuzz/seeds/model/tiny-gemma3.gguf: a gemma3 model of one block, width 8, two query heads
 over one key head of length 4, 32 positions, and a SentencePiece vocabulary of control tokens,
 the 256 byte tokens and a few pieces, so the `model` fuzz target starts from a file whose
-configuration and tokenizer both read. Weights are small f32 values. Needs llama.cpp's `gguf`
+configuration and tokenizer both read. Weights are f32, scaled so that activations and logits
+are of order one (norm gains near 1, matrices ~ N(0, 4/K)): every nonlinearity shows in the
+logits, which tests/gpu/model.rs compares with the exact reference. Needs llama.cpp's `gguf`
 package. Usage: tools/make-model-seed.py [OUT]
 """
 import os
@@ -49,7 +51,11 @@ rng = np.random.default_rng(1)
 vocab = len(tokens)
 def t(name, *shape):
     # numpy shape (rows, values per row): the writer stores it innermost first, as GGUF does.
-    w.add_tensor(name, (rng.standard_normal(shape) * 0.1).astype(np.float32))
+    if len(shape) == 1:  # a norm's gains
+        values = 1.0 + 0.3 * rng.standard_normal(shape)
+    else:
+        values = rng.standard_normal(shape) * 2.0 / np.sqrt(shape[1])
+    w.add_tensor(name, values.astype(np.float32))
 t("token_embd.weight", vocab, width)
 t("output_norm.weight", width)
 for b in range(blocks):

@@ -13,6 +13,19 @@ use ninfer_wgpu::native::block_on;
 
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3.gguf");
 
+/// Logits within this relative L2 distance of the exact reference's: A32's bound for one product
+/// (judging.md), here over the whole forward; measured 1.2e-7 on each CI adapter.
+const RELATIVE_L2: f64 = 1e-5;
+
+fn relative_l2(exact: &[f32], ours: &[f32]) -> f64 {
+    let (mut diff, mut norm) = (0.0, 0.0);
+    for (&e, &o) in exact.iter().zip(ours) {
+        diff += (o as f64 - e as f64).powi(2);
+        norm += (e as f64).powi(2);
+    }
+    (diff / norm).sqrt()
+}
+
 /// Steps of 3 columns over 20 tokens: steps start mid-window, the window of 8 is crossed, and
 /// the last step's logits are checked a token at a time through the KV cache too.
 #[test]
@@ -31,14 +44,19 @@ fn a_tiny_gemma3_runs_as_its_exact_reference_on_every_adapter() {
         let ours = block_on(forward.forward(&ids, Keep::All)).unwrap();
         let a = agreement(&exact, &ours, config.vocab);
         assert!(a.mean_kld <= forward_limit(Profile::A32) && a.top1 == 1.0, "{selector}: {a:?}");
+        // This model's small random weights give nearly flat distributions, where a KL
+        // divergence hides much: the logits themselves must be the reference's to f32 rounding.
+        let l2 = relative_l2(&exact, &ours);
+        assert!(l2 <= RELATIVE_L2, "{selector}: logits' relative L2 distance {l2:.2e}");
+        eprintln!("{selector}: relative L2 {l2:.2e}, {a:?}");
         // Again, a token at a time: the KV cache carries the sequence.
         forward.reset();
         let mut last = Vec::new();
         for &id in &ids {
             last = block_on(forward.forward(&[id], Keep::Last)).unwrap();
         }
-        let at_end = agreement(&exact[(ids.len() - 1) * config.vocab..], &last, config.vocab);
-        assert!(at_end.mean_kld <= forward_limit(Profile::A32), "{selector}, a token at a time: {at_end:?}");
+        let l2 = relative_l2(&exact[(ids.len() - 1) * config.vocab..], &last);
+        assert!(l2 <= RELATIVE_L2, "{selector}, a token at a time: relative L2 {l2:.2e}");
         // f32 weights have no A8 product: refused by name before anything is uploaded.
         let a8 = ForwardOptions { profile: Profile::A8, ..options };
         let err = block_on(GpuForward::load(&gpu, &file, &config, &a8)).err().unwrap().to_string();
