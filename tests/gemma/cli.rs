@@ -7,6 +7,9 @@ use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::{judge, Gemma3Config, Reference, Tokenizer};
 use ninfer_wgpu_testkit::TempDir;
 
+/// Nine tokens with BOS: one more than a context of 8 holds.
+const PROMPT_OF_NINE: &str = "one two three four five six seven eight";
+
 fn json_of(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
@@ -79,6 +82,17 @@ fn the_model_commands_keep_their_contract() {
     assert_eq!(v["text"].as_str().unwrap(), tokenizer.decode(&tokens).unwrap());
     assert_eq!(v["prompt_tokens"], tokenizer.encode(prompt, false).unwrap().len());
     assert!(v["prompt_tokens_per_s"].as_f64().unwrap() > 0.0 && v["generation_tokens_per_s"].as_f64().unwrap() > 0.0);
+
+    // A full context ends generation early, said on stderr; a prompt longer than it is refused.
+    let mut args = vec!["generate", m, "--prompt", prompt, "-n", "10", "--greedy", "--json", "--context", "8"];
+    args.extend(adapter.iter().map(String::as_str));
+    let out = cli.run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("generating at most"), "{err}");
+    let room = 8 - tokenizer.encode(prompt, false).unwrap().len();
+    assert_eq!(json_of(&String::from_utf8_lossy(&out.stdout))["tokens"].as_array().unwrap().len(), room);
+    let err = with_adapter(&["generate", m, "--prompt", PROMPT_OF_NINE, "--context", "8"], false);
+    assert!(err.contains("more than the context of 8"), "{err}");
 
     let v = json_of(&with_adapter(&["verify", m, "--forward", "--tokens", ids_path, "--json"], true));
     assert_eq!((v["pass"].as_bool(), v["tokens"].as_u64()), (Some(true), Some(ids.len() as u64)));

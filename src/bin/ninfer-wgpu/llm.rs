@@ -81,6 +81,14 @@ enum Engine<'a> {
 }
 
 impl Engine<'_> {
+    /// Positions a run may take: the GPU's KV cache, or the model's context on the CPU.
+    fn context(&self, config: &Gemma3Config) -> usize {
+        match self {
+            Engine::Gpu(g) => g.context(),
+            Engine::Cpu(_) => config.context_length,
+        }
+    }
+
     fn run(&mut self, tokens: &[u32], keep: Keep) -> Result<Vec<f32>, Error> {
         match self {
             Engine::Gpu(g) => block_on(g.forward(tokens, keep)),
@@ -219,6 +227,12 @@ pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
     // Generation ends at the end of the text or, in a chat, at the end of the model's turn.
     let stops: Vec<u32> = tokenizer.eos.into_iter().chain(tokenizer.token("<end_of_turn>")).collect();
     let mut engine = loaded.engine(on)?;
+    // Generation stops where the context is full (said on stderr), not with an error.
+    let room = engine.context(&loaded.config).saturating_sub(ids.len());
+    let budget = g.tokens.min(room);
+    if budget < g.tokens {
+        eprintln!("the context holds {room} more tokens after the prompt: generating at most {budget}");
+    }
     let mut sampler = Sampler::new(g.sampling);
     let started = Instant::now();
     let mut logits = engine.run(&ids, Keep::Last)?;
@@ -227,7 +241,7 @@ pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
     let (mut generated, mut text) = (Vec::new(), String::new());
     let started = Instant::now();
     let mut out = std::io::stdout();
-    while generated.len() < g.tokens {
+    while generated.len() < budget {
         let next = sampler.pick(&logits);
         if stops.contains(&next) {
             break;
@@ -239,7 +253,7 @@ pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
             let _ = out.flush();
         }
         text.push_str(&piece);
-        if generated.len() == g.tokens {
+        if generated.len() == budget {
             break;
         }
         logits = engine.run(&[next], Keep::Last)?;
