@@ -6,7 +6,11 @@
 //! Times, on one adapter: the host-slice calls (`Gpu::matmul`, a round trip each); the same
 //! products as bound ops recorded into one pass, one submit and one wait per step; and the host
 //! time of recording alone, per op. With `--no-head` the head is left out (its 178 MB dominate
-//! a step's device time). `cargo run --release --example decode_step -- [ADAPTER] [--no-head]`.
+//! a step's device time). With `--model gemma-3-270m-q4_k_m.gguf` it also times the model's own
+//! token step on the same adapter in the same run (`GpuForward`: the same products on the file's
+//! weights, the gather, the model's kernels and the logits read back), so the rows say where a
+//! generated token's time goes.
+//! `cargo run --release --example decode_step -- [ADAPTER] [--no-head] [--model PATH]`.
 
 use ninfer_wgpu::bench::{median_time, Timing};
 use ninfer_wgpu::gpu::{BoundOp, DeviceSlice, Gpu, GpuOptions, GpuTensor, Profile};
@@ -33,10 +37,24 @@ fn upload(gpu: &Gpu, (format, n, k): (Format, usize, usize), rng: &mut Rng) -> R
     block_on(gpu.upload(&t.validate()?))
 }
 
+/// The model's own token step: a 16-token prompt, then one token per timed step (each a
+/// submission and a read-back of the last logits).
+fn model_step(gpu: &Gpu, path: &str, timing: Timing) -> Result<Duration, Error> {
+    use ninfer_wgpu::gguf::reader::GgufFile;
+    use ninfer_wgpu::llm::{Gemma3Config, GpuForward, Keep};
+    let file = GgufFile::open(path)?;
+    let config = Gemma3Config::from_gguf(&file)?;
+    let mut forward = block_on(GpuForward::load(gpu, &file, &config, &Default::default()))?;
+    block_on(forward.forward(&[2; 16], Keep::Last))?;
+    median_time(timing, || block_on(forward.forward(&[2], Keep::Last)).map(|_| ()))
+}
+
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let head = !args.iter().any(|a| a == "--no-head");
-    let adapter = args.iter().find(|a| !a.starts_with("--")).cloned();
+    let model = args.iter().position(|a| a == "--model").and_then(|i| args.get(i + 1)).cloned();
+    let adapter = args.iter().enumerate().find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--model"));
+    let adapter = adapter.map(|(_, a)| a.clone());
     let gpu = block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))?;
     let mut rng = Rng::new(1);
     // The 7 distinct layer shapes are uploaded once and used by every layer: the host cost is
@@ -109,6 +127,13 @@ fn main() -> Result<(), Error> {
     row("host-slice calls (a round trip each)", host);
     row("bound ops, one submit and wait", bound);
     row("recording the bound ops (host only)", recording);
+    if let Some(path) = model {
+        let step = model_step(&gpu, &path, timing)?;
+        println!(
+            "| gemma3 token step (gather, products, the model's kernels, logits read back) | {:.2} | — |",
+            step.as_secs_f64() * 1e3
+        );
+    }
     println!("host-slice / bound: {:.2}×", host.as_secs_f64() / bound.as_secs_f64());
     Ok(())
 }
