@@ -13,8 +13,8 @@ struct Attention {
     window: u32,
 }
 
-// The longest key or value head (the host refuses longer ones): gemma3's are 128 or 256.
-const HEAD_MAX: u32 = 256u;
+// HEAD_MAX, the longest key or value head (the host refuses longer ones), is
+// src/llm/kernels.rs's; gemma3's heads are 128 or 256.
 const VALUES_PER_LANE: u32 = HEAD_MAX / LLM_WG;
 // Below any score of normed queries and keys; exp of it minus a score is 0.
 const MASKED: f32 = -1e30;

@@ -11,7 +11,7 @@ struct Step {
     pad: u32,
 }
 
-const LLM_WG: u32 = 128u;
+// LLM_WG (invocations per workgroup) and HEAD_MAX come first, from src/llm/kernels.rs.
 var<workgroup> partial: array<f32, LLM_WG>;
 
 // The sum of every invocation's `value`, seen by all of them.

@@ -22,9 +22,10 @@ pub enum ModelKernel {
     Geglu,
 }
 
-/// Every model kernel's workgroup size (`LLM_WG` in common.wgsl).
+/// Every model kernel's workgroup size (`LLM_WG` in the WGSL, written from here).
 pub const LLM_WG: u32 = 128;
-/// The longest key or value head the attention kernel holds (`HEAD_MAX` in attention.wgsl).
+/// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
+/// from here); a multiple of `LLM_WG`, each invocation holding `HEAD_MAX / LLM_WG` values.
 pub const HEAD_MAX: usize = 256;
 
 impl ModelKernel {
@@ -40,7 +41,8 @@ impl ModelKernel {
         }
     }
 
-    /// The complete WGSL module: the shared part, then the kernel's file.
+    /// The complete WGSL module: the constants the host also uses, the shared part, then the
+    /// kernel's file.
     pub fn source(self) -> String {
         let own = match self {
             ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
@@ -48,7 +50,10 @@ impl ModelKernel {
             ModelKernel::Attention => include_str!("../../shaders/llm/attention.wgsl"),
             ModelKernel::Geglu => include_str!("../../shaders/llm/geglu.wgsl"),
         };
-        format!("// llm/{}\n{COMMON}\n{own}", self.entry_point())
+        format!(
+            "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{COMMON}\n{own}",
+            self.entry_point()
+        )
     }
 }
 
