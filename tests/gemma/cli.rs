@@ -107,6 +107,7 @@ fn the_model_commands_keep_their_contract() {
         assert!(err.contains(want), "{want}: {err}");
     };
     bad(&[2, 0, 0, 0, 1], &[], "not a whole number of i32 ids");
+    bad(&[], &[], "no token ids");
     bad(&(-5i32).to_le_bytes(), &[], "token 0 is negative (-5)");
     bad(&[(2i32).to_le_bytes(), (262144i32).to_le_bytes()].concat(), &[], "token id 262144 is past the vocabulary");
     bad(&[2u8, 0, 0, 0].repeat(9), &["--context", "8"], "9 tokens after 0 are more than the context of 8");

@@ -14,7 +14,8 @@ use ninfer_wgpu::native::block_on;
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3.gguf");
 
 /// Logits within this relative L2 distance of the exact reference's: A32's bound for one product
-/// (judging.md), here over the whole forward; measured 1.2e-7 on each CI adapter.
+/// (docs/judging.md#a32-profile), here over the whole forward, where f32 rounding is all that
+/// separates the two.
 const RELATIVE_L2: f64 = 1e-5;
 
 fn relative_l2(exact: &[f32], ours: &[f32]) -> f64 {

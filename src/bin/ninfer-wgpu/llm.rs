@@ -34,6 +34,9 @@ fn read_ids(path: &Path) -> Result<Vec<u32>, Error> {
     if bytes.len() % 4 != 0 {
         return Err(Error::Io(format!("{}: {} bytes is not a whole number of i32 ids", path.display(), bytes.len())));
     }
+    if bytes.is_empty() {
+        return Err(Error::Model(format!("{}: no token ids", path.display())));
+    }
     bytes
         .chunks_exact(4)
         .enumerate()
