@@ -271,6 +271,13 @@ impl Gpu {
         GpuTensor::upload(self, tensor, &mut |_, _| {}).await
     }
 
+    /// Uploads matrices of one format, layout and K as one tensor of their rows in order, so
+    /// one product computes them all (q, k and v into one buffer, say). GGUF blocks and
+    /// contiguous matrices stack; other layouts, mixed formats or K are refused.
+    pub async fn upload_stacked(&self, parts: &[&crate::Validated<'_, '_>]) -> Result<GpuTensor> {
+        GpuTensor::upload_stacked(self, parts, &mut |_, _| {}).await
+    }
+
     /// [`Gpu::upload`] in chunks of [`UPLOAD_CHUNK`] bytes, calling `progress(done,
     /// total)` after each (the CLI draws a progress bar from it).
     pub async fn upload_with_progress(

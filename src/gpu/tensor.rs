@@ -7,7 +7,7 @@ use super::kernels::{Op, Variant};
 use super::plan::{place, Placement};
 use super::{capability, Gpu};
 use crate::error::{Error, Result};
-use crate::layout::PayloadGeometry;
+use crate::layout::{Layout, PayloadGeometry};
 use crate::tensor::{TensorDesc, Validated};
 
 pub struct GpuTensor {
@@ -31,11 +31,75 @@ impl GpuTensor {
         tensor: &Validated<'_, '_>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
-        let desc = tensor.desc().clone();
+        Self::upload_parts(gpu, tensor.desc().clone(), tensor.geometry().clone(), &[tensor.payload()], progress).await
+    }
+
+    /// Uploads matrices of one format, layout and K as one tensor of their rows in order (a
+    /// model's q, k and v products as one product, say). Only layouts whose payload is the rows
+    /// back to back stack: the stacked payload is then the parts' bytes in order, each written
+    /// from where it lies (a memory map) straight into the device buffer.
+    pub(super) async fn upload_stacked(
+        gpu: &Gpu,
+        parts: &[&Validated<'_, '_>],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GpuTensor> {
+        let Some(first) = parts.first() else {
+            return Err(Error::Unsupported("stacking no tensors".into()));
+        };
+        let d = first.desc();
+        let k = match d.shape[..] {
+            [_, k] => k,
+            _ => return Err(Error::Unsupported(format!("stacking a tensor of shape {:?}: matrices only", d.shape))),
+        };
+        let rows_back_to_back = match d.layout {
+            Layout::GgufBlocksV1 | Layout::ContiguousLeV1 => true,
+            Layout::RowSplitK128V1 | Layout::BlockScaleK16M128x4V1 | Layout::RowScaleV1 | Layout::RowInterleavedV1 => {
+                false
+            }
+        };
+        if !rows_back_to_back {
+            return Err(Error::Unsupported(format!("stacking {} tensors: their rows are not back to back", d.layout)));
+        }
+        let mut n = 0usize;
+        for p in parts {
+            let pd = p.desc();
+            if pd.format != d.format || pd.layout != d.layout || pd.shape.len() != 2 || pd.shape[1] != k {
+                return Err(Error::Unsupported(format!(
+                    "stacking {} {:?} onto {} {:?}: one format, layout and K only",
+                    pd.format, pd.shape, d.format, d.shape
+                )));
+            }
+            n = n
+                .checked_add(pd.shape[0])
+                .ok_or_else(|| Error::Unsupported("stacked rows overflow the address space".into()))?;
+        }
+        let desc = TensorDesc::new(d.format, d.layout, &[n, k]);
+        let geometry = desc.geometry()?;
+        let payloads: Vec<&[u8]> = parts.iter().map(|p| p.payload()).collect();
+        let bytes: usize = payloads.iter().map(|p| p.len()).sum();
+        if geometry.bytes() != bytes {
+            // Unreachable for the two layouts above; refused rather than trusted.
+            return Err(Error::Unsupported(format!(
+                "stacked {} [{n}, {k}] is {} bytes, its parts {bytes}",
+                d.format,
+                geometry.bytes()
+            )));
+        }
+        Self::upload_parts(gpu, desc, geometry, &payloads, progress).await
+    }
+
+    /// Uploads the payload that is `parts` back to back.
+    async fn upload_parts(
+        gpu: &Gpu,
+        desc: TensorDesc,
+        geometry: PayloadGeometry,
+        parts: &[&[u8]],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GpuTensor> {
         // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
-        let payload = tensor.payload();
-        let placement = place(tensor.geometry(), payload.len() as u64, &gpu.plan_limits())?;
+        let payload_bytes: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let placement = place(&geometry, payload_bytes, &gpu.plan_limits())?;
         let total: u64 = placement.segments.iter().map(|r| r.end - r.start).sum();
         let needed: u64 = (0..placement.segments.len()).map(|i| placement.buffer_len(i)).sum();
         if let Some(max) = gpu.max_memory().filter(|&m| needed > m) {
@@ -59,34 +123,51 @@ impl GpuTensor {
                     })
                 })
                 .await?;
-            let bytes = &payload[range.start as usize..range.end as usize];
-            let whole = bytes.len() / 4 * 4;
-            for (c, chunk) in bytes[..whole].chunks(UPLOAD_CHUNK).enumerate() {
-                gpu.queue().write_buffer(&buffer, (c * UPLOAD_CHUNK) as u64, chunk);
-                done += chunk.len() as u64;
+            // The segment's bytes, from however many parts it spans, in writes of at most
+            // UPLOAD_CHUNK whole words; a part's odd tail bytes join the next part's head in a
+            // small carry, so every write stays 4-byte aligned.
+            let mut at = 0u64;
+            let mut carry: Vec<u8> = Vec::new();
+            let mut write = |bytes: &[u8], at: &mut u64, done: &mut u64| -> Result<()> {
+                gpu.queue().write_buffer(&buffer, *at, bytes);
+                *at += bytes.len() as u64;
+                *done += bytes.len() as u64;
                 // Submitting hands the staged chunk to the device, so staging memory stays
                 // bounded by a chunk or two.
                 gpu.queue().submit([]);
                 gpu.drive()?;
-                progress(done, total);
+                progress(*done, total);
+                Ok(())
+            };
+            for mut bytes in segment_pieces(parts, range.start, range.end) {
+                if !carry.is_empty() {
+                    let take = (4 - carry.len()).min(bytes.len());
+                    carry.extend_from_slice(&bytes[..take]);
+                    bytes = &bytes[take..];
+                    if carry.len() < 4 {
+                        continue;
+                    }
+                    write(&carry, &mut at, &mut done)?;
+                    carry.clear();
+                }
+                let whole = bytes.len() / 4 * 4;
+                for chunk in bytes[..whole].chunks(UPLOAD_CHUNK) {
+                    write(chunk, &mut at, &mut done)?;
+                }
+                carry.extend_from_slice(&bytes[whole..]);
             }
-            if whole < bytes.len() {
-                let mut tail = [0u8; 4];
-                tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
-                gpu.queue().write_buffer(&buffer, whole as u64, &tail);
-                done += (bytes.len() - whole) as u64;
+            if !carry.is_empty() {
+                // The buffer's last word: zero bytes reach the 4-byte copy granularity.
+                let real = carry.len();
+                carry.resize(4, 0);
+                gpu.queue().write_buffer(&buffer, at, &carry);
+                done += real as u64;
                 progress(done, total);
             }
             buffers.push(buffer);
         }
         gpu.queue().submit([]);
-        Ok(GpuTensor {
-            desc,
-            geometry: tensor.geometry().clone(),
-            placement,
-            buffers,
-            payload_bytes: payload.len() as u64,
-        })
+        Ok(GpuTensor { desc, geometry, placement, buffers, payload_bytes })
     }
 
     pub fn desc(&self) -> &TensorDesc {
@@ -110,5 +191,37 @@ impl GpuTensor {
     /// The stored payload's length (buffers may add up to 3 bytes each).
     pub fn payload_bytes(&self) -> u64 {
         self.payload_bytes
+    }
+}
+
+/// The pieces of `parts` (back to back) that lie in bytes `start..end` of their concatenation.
+fn segment_pieces<'p>(parts: &[&'p [u8]], start: u64, end: u64) -> Vec<&'p [u8]> {
+    let mut pieces = Vec::new();
+    let mut base = 0u64;
+    for p in parts {
+        let (lo, hi) = (base.max(start), (base + p.len() as u64).min(end));
+        if lo < hi {
+            pieces.push(&p[(lo - base) as usize..(hi - base) as usize]);
+        }
+        base += p.len() as u64;
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segment_pieces;
+
+    #[test]
+    fn segment_pieces_cover_exactly_the_range() {
+        let (a, b, c) = ([1u8, 2, 3], [4u8, 5], [6u8, 7, 8, 9]);
+        let parts: [&[u8]; 3] = [&a, &b, &c];
+        let flat: Vec<u8> = parts.concat();
+        for start in 0..=flat.len() as u64 {
+            for end in start..=flat.len() as u64 {
+                let got: Vec<u8> = segment_pieces(&parts, start, end).concat();
+                assert_eq!(got, flat[start as usize..end as usize], "{start}..{end}");
+            }
+        }
     }
 }

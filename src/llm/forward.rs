@@ -41,14 +41,12 @@ pub enum Keep {
     All,
 }
 
-/// One block's products and kernels.
+/// One block's products and kernels. q, k and v are one to three products (each run of one
+/// format stacked into one tensor: one dispatch), and so are gate and up.
 struct Block {
-    q: BoundOp,
-    k: BoundOp,
-    v: BoundOp,
+    qkv: Vec<BoundOp>,
     o: BoundOp,
-    gate: BoundOp,
-    up: BoundOp,
+    gate_up: Vec<BoundOp>,
     down: BoundOp,
     qk_rope: Dispatch,
     attention: Dispatch,
@@ -140,6 +138,42 @@ fn rope_table(c: &Gemma3Config, context: usize) -> Vec<f32> {
         }
     }
     t
+}
+
+/// Binds the products of `names`, which read `x` and write consecutive rows of one output
+/// column of `y` = (buffer, the words between its columns): each run of names in one format is uploaded as one
+/// stacked tensor and bound as one product, so a block's q, k and v of one format are one
+/// dispatch (docs/llm.md#speed).
+async fn bind_stacked(
+    gpu: &Gpu,
+    file: &GgufFile,
+    names: &[String],
+    profile: Profile,
+    x: DeviceSlice<'_, f32>,
+    (y, stride): (&wgpu::Buffer, u64),
+    batch: u32,
+) -> Result<(Vec<BoundOp>, Vec<GpuTensor>)> {
+    let tensors = names.iter().map(|n| file.tensor(n)).collect::<Result<Vec<_>>>()?;
+    let valid = tensors.iter().map(|t| t.validate()).collect::<Result<Vec<_>>>()?;
+    let (mut ops, mut uploaded) = (Vec::new(), Vec::new());
+    let (mut i, mut row) = (0, 0u64);
+    while i < valid.len() {
+        let format = valid[i].desc().format;
+        let run = valid[i..].iter().take_while(|v| v.desc().format == format).count();
+        let parts: Vec<_> = valid[i..i + run].iter().collect();
+        let tensor = match parts[..] {
+            [one] => gpu.upload(one).await?,
+            _ => gpu.upload_stacked(&parts).await?,
+        };
+        let rows = tensor.desc().shape[0] as u64;
+        ops.push(
+            gpu.bind_matmul(&tensor, profile, x, DeviceSlice::new(y, row, rows).with_stride(stride), batch).await?,
+        );
+        uploaded.push(tensor);
+        row += rows;
+        i += run;
+    }
+    Ok((ops, uploaded))
 }
 
 impl<'g> GpuForward<'g> {
@@ -240,16 +274,20 @@ impl<'g> GpuForward<'g> {
         let mut next_norm: Option<wgpu::Buffer> = None;
         for b in 0..c.blocks {
             let name = |s: &str| format!("blk.{b}.{s}.weight");
-            let wq = upload(name("attn_q")).await?;
-            let wk = upload(name("attn_k")).await?;
-            let wv = upload(name("attn_v")).await?;
+            let (qkv_ops, qkv_tensors) = bind_stacked(
+                gpu,
+                file,
+                &[name("attn_q"), name("attn_k"), name("attn_v")],
+                profile,
+                hx,
+                (&qkv, qkv_stride),
+                batch,
+            )
+            .await?;
+            let (gate_up, gate_up_tensors) =
+                bind_stacked(gpu, file, &[name("ffn_gate"), name("ffn_up")], profile, hx, (&gu, 2 * ff), batch).await?;
             let wo = upload(name("attn_output")).await?;
-            let wg = upload(name("ffn_gate")).await?;
-            let wu = upload(name("ffn_up")).await?;
             let wd = upload(name("ffn_down")).await?;
-            let qy = DeviceSlice::new(&qkv, 0, h * kl).with_stride(qkv_stride);
-            let ky = DeviceSlice::new(&qkv, h * kl, kv * kl).with_stride(qkv_stride);
-            let vy = DeviceSlice::new(&qkv, h * kl + kv * kl, kv * vl).with_stride(qkv_stride);
             let k_cache = gpu.create_buffer(context as u64 * kv * kl, &format!("blk.{b} keys")).await?;
             let v_cache = gpu.create_buffer(context as u64 * kv * vl, &format!("blk.{b} values")).await?;
             let q_norm = f32_buffer(name("attn_q_norm")).await?;
@@ -279,16 +317,11 @@ impl<'g> GpuForward<'g> {
                 c.attention_scale.to_bits(),
             ];
             let block = Block {
-                q: gpu.bind_matmul(&wq, profile, hx, qy, batch).await?,
-                k: gpu.bind_matmul(&wk, profile, hx, ky, batch).await?,
-                v: gpu.bind_matmul(&wv, profile, hx, vy, batch).await?,
+                qkv: qkv_ops,
                 o: gpu
                     .bind_matmul(&wo, profile, DeviceSlice::new(&att, 0, h * vl), DeviceSlice::new(&o, 0, w), batch)
                     .await?,
-                gate: gpu
-                    .bind_matmul(&wg, profile, hx, DeviceSlice::new(&gu, 0, ff).with_stride(2 * ff), batch)
-                    .await?,
-                up: gpu.bind_matmul(&wu, profile, hx, DeviceSlice::new(&gu, ff, ff).with_stride(2 * ff), batch).await?,
+                gate_up,
                 down: gpu
                     .bind_matmul(&wd, profile, DeviceSlice::new(&a, 0, ff), DeviceSlice::new(&o, 0, w), batch)
                     .await?,
@@ -331,7 +364,7 @@ impl<'g> GpuForward<'g> {
                     .await?,
             };
             blocks.push(block);
-            tensors.extend([wq, wk, wv, wo, wg, wu, wd]);
+            tensors.extend(qkv_tensors.into_iter().chain(gate_up_tensors).chain([wo, wd]));
             buffers.extend([k_cache, v_cache, q_norm, k_norm, post_attn_w, ffn_norm, post_ffw_w]);
             next_norm = Some(out_norm);
         }
@@ -431,15 +464,16 @@ impl<'g> GpuForward<'g> {
             self.gather.record(p, j)?;
             self.embed.record(p, j, 1);
             for b in &self.blocks {
-                b.q.record(p, j)?;
-                b.k.record(p, j)?;
-                b.v.record(p, j)?;
+                for op in &b.qkv {
+                    op.record(p, j)?;
+                }
                 b.qk_rope.record(p, heads + 2 * kv, j);
                 b.attention.record(p, heads, j);
                 b.o.record(p, j)?;
                 b.post_attention.record(p, j, 1);
-                b.gate.record(p, j)?;
-                b.up.record(p, j)?;
+                for op in &b.gate_up {
+                    op.record(p, j)?;
+                }
                 b.geglu.record(p, (c.feed_forward as u32).div_ceil(LLM_WG), j);
                 b.down.record(p, j)?;
                 b.post_ffw.record(p, j, 1);

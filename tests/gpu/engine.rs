@@ -1,6 +1,7 @@
 //! The engine API beyond conformance's bound products: both product kernels in every variant,
 //! gathers whose ids stay on the device (across windows, with out-of-range ids flagged, never
-//! read), dequant into an engine's buffer, the refusals, and a device lost mid-sequence.
+//! read), dequant into an engine's buffer, stacked uploads, the refusals, and a device lost
+//! mid-sequence.
 
 use super::first_gpu;
 use ninfer_wgpu::conformance::{self, Verdict};
@@ -102,6 +103,42 @@ fn a_bound_dequant_writes_every_word_at_the_engines_offset() {
     let got: Vec<u32> = block_on(gpu.read(DeviceSlice::new(&y, 0, words.len() as u64 + 20), 1)).unwrap();
     assert_eq!(&got[13..13 + words.len()], &words[..]);
     assert!(got[..13].iter().chain(&got[13 + words.len()..]).all(|&w| w == 1), "nothing outside the slice is written");
+}
+
+#[test]
+fn stacked_matrices_are_their_parts_rows_in_order_and_mixed_ones_are_refused() {
+    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
+    let mut rng = Rng::new(testgen::test_seed("stacked upload").unwrap());
+    // q4_0 rows of K = 32 are 18 bytes: parts end mid-word, so the upload carries bytes across.
+    let format = Format::GgufQ4_0;
+    let shapes = [[3usize, 32], [5, 32], [1, 32]];
+    let parts: Vec<_> = shapes.iter().map(|s| tensor_words(format, s, &mut rng)).collect();
+    let tensors: Vec<_> = parts
+        .iter()
+        .zip(&shapes)
+        .map(|((payload, _), s)| {
+            EncodedTensor::new(ninfer_wgpu::TensorDesc::new(format, format.layout(), s), &payload[..]).unwrap()
+        })
+        .collect();
+    let valid: Vec<_> = tensors.iter().map(|t| t.validate().unwrap()).collect();
+    let stacked = block_on(gpu.upload_stacked(&valid.iter().collect::<Vec<_>>())).unwrap();
+    assert_eq!(stacked.desc().shape, vec![9, 32]);
+    let expected: Vec<u32> = parts.iter().flat_map(|(_, w)| w.clone()).collect();
+    assert_eq!(block_on(gpu.dequant(&stacked)).unwrap(), expected);
+
+    let (other, _) = tensor_words(Format::GgufQ8_0, &[2, 32], &mut rng);
+    let q8 = EncodedTensor::new(
+        ninfer_wgpu::TensorDesc::new(Format::GgufQ8_0, Format::GgufQ8_0.layout(), &[2, 32]),
+        &other[..],
+    )
+    .unwrap();
+    let q8 = q8.validate().unwrap();
+    refused("mixed formats", block_on(gpu.upload_stacked(&[&valid[0], &q8])), &["one format"]);
+    let (wide, _) = tensor_words(format, &[1, 64], &mut rng);
+    let wide = EncodedTensor::new(ninfer_wgpu::TensorDesc::new(format, format.layout(), &[1, 64]), &wide[..]).unwrap();
+    let wide = wide.validate().unwrap();
+    refused("another K", block_on(gpu.upload_stacked(&[&valid[0], &wide])), &["K only"]);
+    refused("nothing", block_on(gpu.upload_stacked(&[])), &["no tensors"]);
 }
 
 fn refused<T>(what: &str, r: ninfer_wgpu::Result<T>, needles: &[&str]) {
