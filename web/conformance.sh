@@ -2,7 +2,9 @@
 # The browser test: builds the wasm package, serves web/ on localhost, and drives Debian's
 # chromium headless (WebGPU on SwiftShader) through web/drive.mjs: no adapter is a failure; bad
 # files must be refused with the CLI's own messages; a GGUF must verify in the page; then the
-# whole conformance suite runs. Prints `N passed, M failed, D platform deviations`.
+# whole conformance suite runs. Prints `N passed, M failed, D platform deviations`. With
+# NINFER_GEMMA (gemma-3-270m's GGUF), the generation page must then produce the native CLI's
+# greedy tokens (web/generate-check.mjs).
 #   web/conformance.sh [--json OUT] [--formats a,b]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -58,3 +60,17 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 node drive.mjs "http://127.0.0.1:$port" --fixtures /fixtures-run --expect-errors "$expect" "${drive_args[@]}"
+
+# Text generation in the page (web/generate.html) where gemma-3-270m's GGUF is given
+# (NINFER_GEMMA, as for tests/gemma/): served from the page's origin, its greedy tokens must
+# equal the native CLI's on SwiftShader, the browser's adapter here.
+if [ -n "${NINFER_GEMMA:-}" ] && [ -f "$NINFER_GEMMA" ]; then
+  ln -s "$(realpath "$NINFER_GEMMA")" "$fixtures/model.gguf"
+  prompt="The capital of France is"
+  tokens=8
+  native="$fixtures/native.json"
+  "$cli" generate "$NINFER_GEMMA" --adapter swiftshader --prompt "$prompt" -n "$tokens" --greedy --json > "$native"
+  node generate-check.mjs "http://127.0.0.1:$port" /fixtures-run/model.gguf "$prompt" "$tokens" "$native"
+else
+  echo "NINFER_GEMMA not given: the browser generation check is skipped"
+fi

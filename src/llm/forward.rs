@@ -11,6 +11,7 @@ use super::reference::exact_values;
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{capability, BoundOp, DeviceSlice, Gpu, GpuTensor, Op, Profile, Variant};
+use std::rc::Rc;
 
 /// How a forward pass is set up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,9 +56,26 @@ struct Block {
     post_ffw: Dispatch,
 }
 
+/// The device a forward runs on: borrowed (a native program holds its `Gpu` for the run) or
+/// shared (the browser, where a model object outlives any borrow JavaScript could hold).
+enum OnGpu<'g> {
+    Borrowed(&'g Gpu),
+    Shared(Rc<Gpu>),
+}
+
+impl std::ops::Deref for OnGpu<'_> {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        match self {
+            OnGpu::Borrowed(g) => g,
+            OnGpu::Shared(g) => g,
+        }
+    }
+}
+
 /// A gemma3 model on one device, with its KV cache and the position it has reached.
 pub struct GpuForward<'g> {
-    gpu: &'g Gpu,
+    gpu: OnGpu<'g>,
     config: Gemma3Config,
     context: usize,
     batch: u32,
@@ -176,6 +194,18 @@ async fn bind_stacked(
     Ok((ops, uploaded))
 }
 
+impl GpuForward<'static> {
+    /// [`GpuForward::load`] on a shared device, which the forward keeps alive.
+    pub async fn load_shared(
+        gpu: Rc<Gpu>,
+        file: &GgufFile,
+        config: &Gemma3Config,
+        options: &ForwardOptions,
+    ) -> Result<GpuForward<'static>> {
+        GpuForward::load_on(OnGpu::Shared(gpu), file, config, options).await
+    }
+}
+
 impl<'g> GpuForward<'g> {
     /// Uploads the model's weights and binds every step's work.
     pub async fn load(
@@ -184,6 +214,16 @@ impl<'g> GpuForward<'g> {
         config: &Gemma3Config,
         options: &ForwardOptions,
     ) -> Result<GpuForward<'g>> {
+        GpuForward::load_on(OnGpu::Borrowed(gpu), file, config, options).await
+    }
+
+    async fn load_on(
+        on: OnGpu<'g>,
+        file: &GgufFile,
+        config: &Gemma3Config,
+        options: &ForwardOptions,
+    ) -> Result<GpuForward<'g>> {
+        let gpu: &Gpu = &on;
         check_supported(file, config, options, gpu)?;
         let c = config;
         let context = match options.context {
@@ -379,7 +419,7 @@ impl<'g> GpuForward<'g> {
         tensors.push(head_tensor);
         buffers.extend([rows, x, hn, qkv, q, att, o, gu, a, rope]);
         Ok(GpuForward {
-            gpu,
+            gpu: on,
             config: c.clone(),
             context,
             batch,
@@ -396,6 +436,17 @@ impl<'g> GpuForward<'g> {
             _tensors: tensors,
             _buffers: buffers,
         })
+    }
+
+    /// Device memory this model holds: weights, KV cache, activations, logits and read-back.
+    pub fn device_bytes(&self) -> u64 {
+        let tensors: u64 = self
+            ._tensors
+            .iter()
+            .map(|t| (0..t.placement().segments.len()).map(|i| t.buffer(i).size()).sum::<u64>())
+            .sum();
+        let buffers: u64 = self._buffers.iter().map(wgpu::Buffer::size).sum();
+        tensors + buffers + [&self.ids, &self.step, &self.logits, &self.staging].iter().map(|b| b.size()).sum::<u64>()
     }
 
     /// Positions the KV cache holds.
@@ -450,7 +501,7 @@ impl<'g> GpuForward<'g> {
 
     /// One submission: `tokens` at the current position, the logits of the last `kept` of them.
     async fn step(&mut self, tokens: &[u32], kept: usize) -> Result<Vec<f32>> {
-        let gpu = self.gpu;
+        let gpu: &Gpu = &self.gpu;
         let j = tokens.len() as u32;
         let out_from = j - kept as u32;
         gpu.write(&self.ids, 0, tokens)?;

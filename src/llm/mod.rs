@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod forward;
+pub mod generate;
 pub mod judge;
 pub mod kernels;
 pub mod reference;
@@ -14,6 +15,7 @@ pub mod tokenizer;
 
 pub use config::Gemma3Config;
 pub use forward::{ForwardOptions, GpuForward, Keep};
+pub use generate::{generate, Event, Forward, Generated, Request};
 pub use reference::{Reference, Session};
 pub use sample::{Sampler, Sampling};
 pub use tokenizer::{StreamDecoder, Tokenizer};

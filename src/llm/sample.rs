@@ -3,6 +3,7 @@
 //! so a run repeats.
 
 use super::judge::argmax;
+use crate::error::{Error, Result};
 use crate::testgen::Rng;
 
 /// How the next token is chosen.
@@ -10,6 +11,20 @@ use crate::testgen::Rng;
 pub enum Sampling {
     Greedy,
     Random { temperature: f32, top_k: usize, top_p: f32, seed: u64 },
+}
+
+impl Sampling {
+    /// Greedy without a temperature; with one, sampled from the top-k tokens reaching top-p,
+    /// the settings checked (the CLI's and the browser's rule).
+    pub fn checked(temperature: Option<f32>, top_k: usize, top_p: f32, seed: u64) -> Result<Sampling> {
+        let Some(temperature) = temperature else { return Ok(Sampling::Greedy) };
+        if !(temperature.is_finite() && temperature >= 0.0 && top_p > 0.0 && top_p <= 1.0) || top_k == 0 {
+            return Err(Error::Model(format!(
+                "sampling needs a temperature ≥ 0, top-k ≥ 1 and 0 < top-p ≤ 1 (got {temperature}, {top_k}, {top_p})"
+            )));
+        }
+        Ok(Sampling::Random { temperature, top_k, top_p, seed })
+    }
 }
 
 /// A sampling rule with its generator's state.

@@ -19,7 +19,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 mod engine;
+mod llm;
 pub use engine::{NinferBuffer, NinferOp, NinferStep, NinferTensor};
+pub use llm::NinferLlm;
 
 #[wasm_bindgen]
 extern "C" {

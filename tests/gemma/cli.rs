@@ -82,6 +82,16 @@ fn the_model_commands_keep_their_contract() {
     assert_eq!(v["text"].as_str().unwrap(), tokenizer.decode(&tokens).unwrap());
     assert_eq!(v["prompt_tokens"], tokenizer.encode(prompt, false).unwrap().len());
     assert!(v["prompt_tokens_per_s"].as_f64().unwrap() > 0.0 && v["generation_tokens_per_s"].as_f64().unwrap() > 0.0);
+    for field in ["load_s", "prompt_s", "generation_s"] {
+        assert!(v[field].as_f64().is_some_and(|s| s > 0.0), "{field}: {}", v[field]);
+    }
+    assert_eq!(v["context_full"], false);
+    // The device holds at least the file's tensors; the process peaked above that on Linux.
+    let file_bytes = std::fs::metadata(m).unwrap().len();
+    if let Some(device) = v["device_bytes"].as_u64() {
+        assert!(device > file_bytes * 9 / 10, "device {device} bytes for a {file_bytes}-byte file");
+    }
+    assert!(v["peak_host_bytes"].as_u64().is_some_and(|b| b > 0), "{}", v["peak_host_bytes"]);
 
     // A full context ends generation early, said on stderr; a prompt longer than it is refused.
     let mut args = vec!["generate", m, "--prompt", prompt, "-n", "10", "--greedy", "--json", "--context", "8"];
@@ -90,7 +100,8 @@ fn the_model_commands_keep_their_contract() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.contains("generating at most"), "{err}");
     let room = 8 - tokenizer.encode(prompt, false).unwrap().len();
-    assert_eq!(json_of(&String::from_utf8_lossy(&out.stdout))["tokens"].as_array().unwrap().len(), room);
+    let v = json_of(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!((v["tokens"].as_array().unwrap().len(), v["context_full"].as_bool()), (room, Some(true)));
     let err = with_adapter(&["generate", m, "--prompt", PROMPT_OF_NINE, "--context", "8"], false);
     assert!(err.contains("more than the context of 8"), "{err}");
 

@@ -6,7 +6,7 @@ use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{Gpu, GpuOptions, Profile};
 use ninfer_wgpu::llm::judge::{self, Agreement};
 use ninfer_wgpu::llm::{
-    ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Sampler, Sampling, Session, StreamDecoder, Tokenizer,
+    Event, Forward, ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Request, Sampling, Session, Tokenizer,
 };
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::Error;
@@ -204,83 +204,157 @@ pub fn prompt_text(prompt: Option<String>, file: Option<&Path>) -> Result<String
 /// Greedy without a temperature; sampled with one (the seed from the clock unless given, and
 /// printed so a run can be repeated).
 pub fn sampling(temperature: Option<f32>, top_k: usize, top_p: f32, seed: Option<u64>) -> Result<Sampling, Error> {
-    let Some(temperature) = temperature else { return Ok(Sampling::Greedy) };
-    if !(temperature.is_finite() && temperature >= 0.0 && top_p > 0.0 && top_p <= 1.0) || top_k == 0 {
-        return Err(Error::Model(format!(
-            "sampling needs a temperature ≥ 0, top-k ≥ 1 and 0 < top-p ≤ 1 (got {temperature}, {top_k}, {top_p})"
-        )));
+    if temperature.is_none() {
+        return Ok(Sampling::Greedy);
     }
     let seed = seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
+    let rule = Sampling::checked(temperature, top_k, top_p, seed)?;
     eprintln!("sampling seed {seed}");
-    Ok(Sampling::Random { temperature, top_k, top_p, seed })
+    Ok(rule)
+}
+
+/// The engine as generation sees it: the GPU's KV cache, or the model's context on the CPU.
+struct Generating<'e, 'a> {
+    engine: &'e mut Engine<'a>,
+    context: usize,
+}
+
+impl Forward for Generating<'_, '_> {
+    fn context(&self) -> usize {
+        self.context
+    }
+
+    async fn run(&mut self, tokens: &[u32]) -> Result<Vec<f32>, Error> {
+        self.engine.run(tokens, Keep::Last)
+    }
+}
+
+/// The throughput line on a terminal. Where the text streams to the same terminal the line
+/// trails the text, rewritten in place after each token; where the text goes elsewhere it is a
+/// line of its own. Off a terminal nothing is drawn.
+struct Status {
+    /// Standard error is a terminal.
+    shown: bool,
+    /// And standard output too: the status trails the text.
+    inline: bool,
+}
+
+impl Status {
+    fn new() -> Status {
+        use std::io::IsTerminal;
+        let shown = std::io::stderr().is_terminal();
+        Status { shown, inline: shown && std::io::stdout().is_terminal() }
+    }
+
+    /// Before `text` is printed: erase the status after the cursor.
+    fn clear(&self) {
+        if self.inline {
+            eprint!("\x1b[J");
+        }
+    }
+
+    fn show(&self, line: &str) {
+        match (self.shown, self.inline) {
+            (false, _) => {}
+            // Save the cursor, draw dimmed, restore: the next piece overwrites from there.
+            (true, true) => eprint!("\x1b7 \x1b[2m[{line}]\x1b[0m\x1b8"),
+            (true, false) => eprint!("\r\x1b[K{line}"),
+        }
+    }
+
+    fn done(&self) {
+        match (self.shown, self.inline) {
+            (false, _) => {}
+            (true, true) => eprint!("\x1b[J"),
+            (true, false) => eprint!("\r\x1b[K"),
+        }
+    }
+}
+
+/// The live line: the first token comes from the prompt's logits, so the rate is over the
+/// steps after it.
+fn throughput(count: usize, seconds: f64) -> String {
+    match count {
+        1 => "1 token".into(),
+        n => format!("{n} tokens, {:.1} tokens/s", (n - 1) as f64 / seconds.max(1e-9)),
+    }
+}
+
+/// The process's peak resident memory in bytes (Linux's VmHWM), where the system reports it.
+fn peak_host_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Generates text after a prompt, streaming it to standard output (or, with --json, one
-/// object at the end).
+/// object at the end), with a throughput line on a terminal.
 pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
+    let clock = Instant::now();
+    let now = || clock.elapsed().as_secs_f64();
     let loaded = Loaded::open(model, on)?;
     let tokenizer = Tokenizer::from_gguf(&loaded.file)?;
-    let prompt = match g.chat {
-        true => format!("<start_of_turn>user\n{}<end_of_turn>\n<start_of_turn>model\n", g.prompt),
-        false => g.prompt.to_string(),
-    };
-    let ids = tokenizer.encode(&prompt, g.chat)?;
-    // Generation ends at the end of the text or, in a chat, at the end of the model's turn.
-    let stops: Vec<u32> = tokenizer.eos.into_iter().chain(tokenizer.token("<end_of_turn>")).collect();
     let mut engine = loaded.engine(on)?;
-    // Generation stops where the context is full (said on stderr), not with an error.
-    let room = engine.context(&loaded.config).saturating_sub(ids.len());
-    let budget = g.tokens.min(room);
-    if budget < g.tokens {
-        eprintln!("the context holds {room} more tokens after the prompt: generating at most {budget}");
-    }
-    let mut sampler = Sampler::new(g.sampling);
-    let started = Instant::now();
-    let mut logits = engine.run(&ids, Keep::Last)?;
-    let prompt_s = started.elapsed().as_secs_f64();
-    let mut stream = StreamDecoder::default();
-    let (mut generated, mut text) = (Vec::new(), String::new());
-    let started = Instant::now();
+    let load_s = now();
+    let device_bytes = match &engine {
+        Engine::Gpu(f) => Some(f.device_bytes()),
+        Engine::Cpu(_) => None,
+    };
+    let context = engine.context(&loaded.config);
+    let request = Request { prompt: g.prompt.to_string(), tokens: g.tokens, sampling: g.sampling, chat: g.chat };
+    let status = Status::new();
     let mut out = std::io::stdout();
-    while generated.len() < budget {
-        let next = sampler.pick(&logits);
-        if stops.contains(&next) {
-            break;
+    // Bytes of the text printed as it came; the rest (held back at the end) follows it.
+    let mut streamed = 0usize;
+    let mut on_event = |event: Event| {
+        match event {
+            Event::Prompt { tokens, budget } => {
+                if budget < g.tokens {
+                    eprintln!("the context holds {budget} more tokens after the prompt: generating at most that many");
+                }
+                status.show(&format!("prompt: {tokens} tokens"));
+            }
+            Event::Token { text, count, seconds, .. } if !g.json => {
+                status.clear();
+                print!("{text}");
+                streamed += text.len();
+                let _ = out.flush();
+                status.show(&throughput(count, seconds));
+            }
+            Event::Token { count, seconds, .. } => status.show(&throughput(count, seconds)),
         }
-        generated.push(next);
-        let piece = stream.push(&tokenizer, next)?;
-        if !g.json {
-            print!("{piece}");
-            let _ = out.flush();
-        }
-        text.push_str(&piece);
-        if generated.len() == budget {
-            break;
-        }
-        logits = engine.run(&[next], Keep::Last)?;
-    }
-    let rest = stream.finish();
-    text.push_str(&rest);
-    let gen_s = started.elapsed().as_secs_f64();
-    let prompt_rate = ids.len() as f64 / prompt_s;
-    let gen_rate = generated.len() as f64 / gen_s.max(1e-9);
+        Ok(())
+    };
+    let mut forward = Generating { engine: &mut engine, context };
+    let result = block_on(ninfer_wgpu::llm::generate(&mut forward, &tokenizer, &request, &now, &mut on_event));
+    status.done();
+    let done = result?;
     if g.json {
         crate::json(&serde_json::json!({
-            "tokens": generated,
-            "text": text,
-            "prompt_tokens": ids.len(),
-            "prompt_tokens_per_s": prompt_rate,
-            "generation_tokens_per_s": gen_rate,
+            "tokens": done.tokens,
+            "text": done.text,
+            "prompt_tokens": done.prompt_tokens,
+            "prompt_tokens_per_s": done.prompt_tokens_per_s,
+            "generation_tokens_per_s": done.generation_tokens_per_s,
+            "load_s": load_s,
+            "prompt_s": done.prompt_s,
+            "generation_s": done.generation_s,
+            "context_full": done.context_full,
+            "peak_host_bytes": peak_host_bytes(),
+            "device_bytes": device_bytes,
             "adapter": loaded.adapter(),
         }))?;
     } else {
-        println!("{rest}");
+        println!("{}", &done.text[streamed..]);
         eprintln!(
-            "{} prompt tokens at {prompt_rate:.1} tokens/s, {} generated at {gen_rate:.1} tokens/s ({})",
-            ids.len(),
-            generated.len(),
+            "{} prompt tokens at {:.1} tokens/s, {} generated at {:.1} tokens/s, loaded in {load_s:.1} s ({})",
+            done.prompt_tokens,
+            done.prompt_tokens_per_s,
+            done.tokens.len(),
+            done.generation_tokens_per_s,
             loaded.adapter()
         );
     }

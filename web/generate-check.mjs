@@ -1,0 +1,56 @@
+// Drives the generation page (web/generate.html) in headless Chromium (WebGPU on SwiftShader
+// here): loads the model from the page's own origin, generates greedily, and checks that the
+// tokens equal the native CLI's on the same kind of adapter (`generate --greedy --json`, read
+// from EXPECTED) and that each came through onToken as it was generated. Prints the page's load
+// time and tokens per second. Usage:
+//   node generate-check.mjs URL MODEL-URL PROMPT N EXPECTED.json
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+
+const [url, model, prompt, n, expectedFile] = process.argv.slice(2);
+const expected = JSON.parse(readFileSync(expectedFile, 'utf8'));
+const minutes = 15;
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update',
+    '--disable-default-apps', '--disable-sync', '--no-first-run', '--no-sandbox'],
+});
+let failed = false;
+const fail = (text) => {
+  console.error(`FAIL: ${text}`);
+  failed = true;
+};
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => m.type() === 'error' && console.error(`page: ${m.text()}`));
+  page.on('pageerror', (e) => fail(`uncaught in the page: ${e.message}`));
+  const query = new URLSearchParams({ model, prompt, n });
+  const started = Date.now();
+  await page.goto(`${url}/generate.html?${query}`);
+  await page.waitForFunction(() => window.ninferGenerate && (window.ninferGenerate.result || window.ninferGenerate.error),
+    null, { timeout: minutes * 60_000, polling: 500 });
+  const hook = await page.evaluate(() => window.ninferGenerate);
+  if (hook.error) throw new Error(`the page failed: ${hook.error}`);
+  const { result, loaded, timings, streamed } = hook;
+  const same = JSON.stringify(result.tokens) === JSON.stringify(expected.tokens);
+  console.log(`browser: ${loaded.adapter}, ${loaded.profile}`);
+  console.log(`browser tokens: ${JSON.stringify(result.tokens)} ${JSON.stringify(result.text)}`);
+  console.log(`native tokens:  ${JSON.stringify(expected.tokens)} (${expected.adapter})`);
+  if (!same) fail('the browser\'s greedy tokens differ from the native CLI\'s');
+  if (result.tokens.length !== Number(n)) fail(`${result.tokens.length} tokens generated, ${n} asked`);
+  if (JSON.stringify(streamed) !== JSON.stringify(result.tokens)) fail(`onToken saw ${JSON.stringify(streamed)}`);
+  const shown = await page.evaluate(() => document.getElementById('rate').textContent);
+  if (!/tokens\/s/.test(shown)) fail(`the page shows no tokens per second: ${JSON.stringify(shown)}`);
+  console.log(`load: fetch ${timings.fetch_ms} ms, upload and bind ${timings.load_ms} ms (${(loaded.device_bytes / 1e6).toFixed(0)} MB on the device)`);
+  console.log(`prompt ${result.prompt_tokens} tokens at ${result.prompt_tokens_per_s.toFixed(2)} tokens/s, ` +
+    `${result.tokens.length} generated at ${result.generation_tokens_per_s.toFixed(2)} tokens/s (native: ` +
+    `${expected.prompt_tokens_per_s.toFixed(2)} / ${expected.generation_tokens_per_s.toFixed(2)}); wall ${Date.now() - started} ms`);
+  console.log(same ? `the browser's ${n} greedy tokens equal the native CLI's` : 'MISMATCH');
+} catch (e) {
+  fail(e.message);
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
