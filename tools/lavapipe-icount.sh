@@ -8,6 +8,7 @@
 #   tools/lavapipe-icount.sh ours gguf_q4_k a8 1 [4096x14336]    # format, profile, J, shape
 #   PEER_BIN=... tools/lavapipe-icount.sh peer q4_K 1 [4096x14336]  # ggml type, n, a perf shape
 #   KINDS=1 tools/lavapipe-icount.sh ours ...                    # also by kind of instruction
+#   ICOUNT_EXTRA='--tiled-from 1' tools/lavapipe-icount.sh ours ... # extra bench flags
 #
 # KINDS=1 also counts per instruction (callgrind --dump-instr=yes) and maps the counts onto
 # Mesa's listing of the compiled function that holds most of them (GALLIVM_DEBUG=asm, shader cache off, so the
@@ -77,7 +78,7 @@ case "${1:-}" in
     format=$2 profile=$3 j=$4 shape=${5:-4096x14336} runs=${RUNS:-2}
     "${cg[@]}" "${BIN:-target/release/ninfer-wgpu}" bench \
       --adapter vulkan --formats "$format" --ops matmul --profile "$profile" --columns "$j" --shape "$shape" \
-      --runs "$runs" --json > "$out/json" 2> "$out/log" || { tail -5 "$out/log" >&2; exit 1; }
+      --runs "$runs" ${ICOUNT_EXTRA:-} --json > "$out/json" 2> "$out/log" || { tail -5 "$out/log" >&2; exit 1; }
     dispatches=$((runs + 1))
     label="ours $format $profile J=$j $shape"
     ;;

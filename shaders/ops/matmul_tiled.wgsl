@@ -45,12 +45,40 @@ fn dot_chunk(w: Chunk, x: Chunk) -> f32 {
     return hsum(s);
 }
 
+// One column (P.columns is uniform, so every invocation takes this path or none): the rows one
+// at a time against the staged chunk, matvec's row order and expression (chunk_dot in
+// shaders/ops/matmul_a32.wgsl), with one sum per row instead of TILE_COLUMNS, which CPU drivers
+// would keep in memory. Where a CPU driver's tiled kernel is the subgroup variant this is its
+// matvec for most formats (src/gpu/kernels/geometry.rs, matvec_by_rows).
+fn one_column(t: Tile, li: u32, lane: u32) {
+    var sums = vec4<f32>(0.0);
+    for (var c = 0u; c < P.chunks; c++) {
+        stage_step(t.j0, 1u, c, li);
+        let x = column_step(t.j0, 0u, c, lane);
+        for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
+            var q: Chunk;
+            var f = vec4<f32>(0.0);
+            levels_or_zero(t.row + b, c, &q, &f);
+            sums[b] += chunk_dot(q, f, x);
+        }
+    }
+    for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
+        if t.row + b < P.rows {
+            write_column(t.row + b, t.j0, sums[b]);
+        }
+    }
+}
+
 // The body of both variants' entry points: `stage_step` and `column_step` are the variant's
 // (shaders/ops/matmul_tiled_workgroup.wgsl, shaders/ops/matmul_tiled_subgroup.wgsl); `lane` is
 // the subgroup invocation id where the variant has one.
 fn tiled(wg: vec3<u32>, li: u32, lane: u32) {
     codec_prepare(li, TILED_WG);
     let t = tile_of(wg, li);
+    if P.columns == 1u {
+        one_column(t, li, lane);
+        return;
+    }
     var acc: TileSums;
     // Every loop here is uniform (the same trip count for every invocation), as the barriers
     // need; rows past the pass's end decode to zero weights.

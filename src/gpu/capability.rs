@@ -4,7 +4,7 @@
 //! Every rule is an exhaustive match: a new format category, op or variant breaks the build here
 //! until someone decides what it may do.
 
-use super::kernels::{Columns, KernelKey, Op, Variant};
+use super::kernels::{self, Columns, KernelKey, Op, Variant};
 use super::platform::Platform;
 use crate::error::{Error, Result};
 use crate::format::{Category, Format};
@@ -200,13 +200,13 @@ pub fn best_variant(format: Format, op: Op, platform: &Platform) -> Variant {
 /// every weight once per 8 columns and loads each activation chunk per lane; the tiled one
 /// decodes once per 64 and stages the activation (docs/performance.md#tiled-products).
 pub fn tiled_from(format: Format, op: Op, variant: Variant, platform: &Platform) -> Option<u32> {
-    let _ = format;
-    match op {
-        Op::Matmul | Op::MatmulA8 => Some(match tiled_variant(variant, platform) {
-            Variant::Subgroup => TILED_FROM_SUBGROUP,
-            Variant::Workgroup | Variant::EmulatedDot => TILED_FROM_WORKGROUP,
-        }),
-        Op::Dequant | Op::Gather => None,
+    let cpu = platform.device_type == "Cpu";
+    match (op, tiled_variant(variant, platform)) {
+        // One column by rows on a CPU driver, for the formats it pays for (kernels::matvec_by_rows).
+        (Op::Matmul, Variant::Subgroup) if cpu && kernels::matvec_by_rows(format) => Some(1),
+        (Op::Matmul | Op::MatmulA8, Variant::Subgroup) => Some(TILED_FROM_SUBGROUP),
+        (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot) => Some(TILED_FROM_WORKGROUP),
+        (Op::Dequant | Op::Gather, _) => None,
     }
 }
 

@@ -111,6 +111,46 @@ impl RowBlock {
     }
 }
 
+/// Whether one column's A32 product on a CPU driver goes through the tiled kernel's one-column
+/// path (`shaders/ops/matmul_tiled.wgsl`: each invocation owns four whole rows, the activation
+/// chunk loaded once per subgroup and shuffled) instead of matvec's kernel (lanes share a row
+/// and reduce). There every load is a per-lane loop (docs/performance.md#every-load-is-a-per-lane-loop-on-lavapipe):
+/// the one-column path loads the activation an eighth as often and has no reduction, which
+/// pays where decoding is dear and loses where it is a masked word (measured on lavapipe,
+/// docs/performance.md#one-column-by-rows).
+pub fn matvec_by_rows(format: Format) -> bool {
+    match format {
+        // Whole-word decodes: matvec's kernel is as fast or faster.
+        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::GgufQ8_0 => false,
+        Format::Q2G64Fp16
+        | Format::Q4G64Fp16
+        | Format::Q5G64Fp16
+        | Format::Q6G64Fp16
+        | Format::Q8G32Fp16
+        | Format::T2G128Fp16
+        | Format::Nvfp4
+        | Format::Fp8E4m3fnRowBf16
+        | Format::Fp8E4m3fnRowFp16
+        | Format::GgufQ4_0
+        | Format::GgufQ5_0
+        | Format::GgufQ2_0
+        | Format::GgufQ2K
+        | Format::GgufQ3K
+        | Format::GgufQ4K
+        | Format::GgufQ5K
+        | Format::GgufQ6K
+        | Format::GgufIq2Xxs
+        | Format::GgufIq2Xs
+        | Format::GgufIq3Xxs
+        | Format::GgufIq1S
+        | Format::GgufIq4Nl
+        | Format::GgufIq3S
+        | Format::GgufIq2S
+        | Format::GgufIq4Xs
+        | Format::GgufIq1M => true,
+    }
+}
+
 /// Rows per product workgroup for `format`.
 pub fn matmul_rows(format: Format) -> usize {
     (MATMUL_WG / product_lanes(format) * ROW_BLOCK) as usize
