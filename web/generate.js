@@ -74,17 +74,21 @@ async function generate() {
   hook.streamed = [];
   $('rate').textContent = 'Reading the prompt…';
   try {
+    let shown = '';
     const result = await llm.generate($('prompt').value, options(), (text, id, count, secs) => {
       out.append(text);
+      shown += text;
       hook.streamed.push(id);
       // The first token comes from the prompt's logits: the rate is over the steps after it.
       $('rate').textContent = count > 1 ? `${count} tokens, ${((count - 1) / secs).toFixed(1)} tokens/s` : '1 token';
     });
+    // Bytes held back at the very end (an unfinished character) are only in the result.
+    out.append(result.text.slice(shown.length));
     hook.result = result;
     $('rate').textContent =
       `prompt: ${result.prompt_tokens} tokens at ${result.prompt_tokens_per_s.toFixed(1)} tokens/s · ` +
       `generated: ${result.tokens.length} tokens at ${result.generation_tokens_per_s.toFixed(1)} tokens/s` +
-      (result.context_full ? ' (the context is full)' : '');
+      (result.context_full ? ' (the context is full)' : '') + (result.seed !== null ? ` · seed ${result.seed}` : '');
   } finally {
     $('go').disabled = false;
   }

@@ -5,7 +5,7 @@
 use super::sample::{Sampler, Sampling};
 use super::tokenizer::{StreamDecoder, Tokenizer};
 use super::Keep;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use serde::Serialize;
 
 /// Something that runs tokens from its current position and returns the logits of the last.
@@ -47,9 +47,14 @@ pub struct Generated {
     pub prompt_s: f64,
     pub generation_s: f64,
     pub prompt_tokens_per_s: f64,
+    /// Forward steps a second after the prompt: the first token comes from the prompt's
+    /// logits, so n tokens took n - 1 steps (0 for fewer than 2 tokens), as llama.cpp's
+    /// `llama-bench` counts one step a token.
     pub generation_tokens_per_s: f64,
     /// Generation stopped because the context was full.
     pub context_full: bool,
+    /// The sampling seed (absent when greedy), so a run can be repeated.
+    pub seed: Option<u64>,
 }
 
 /// What a run reports as it goes.
@@ -72,9 +77,10 @@ pub fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec
 
 /// Generates after `request.prompt`, calling `on_event` before the prompt runs and for every
 /// token as it comes (its error stops the run); the text's last bytes, held back while they
-/// could still be part of a character, are only in the result. `now` is the caller's clock in seconds (the browser has no `Instant`).
-/// Generation ends at the end of the text or of the model's turn, at `request.tokens`, or
-/// where the context is full (then `context_full`), never with an error for that.
+/// could still be part of a character, are only in the result. `now` is the caller's clock in
+/// seconds (the browser has no `Instant`). Generation ends at the end of the text or of the
+/// model's turn, at `request.tokens`, or where the context is full (then `context_full`), never
+/// with an error for that.
 pub async fn generate(
     forward: &mut impl Forward,
     tokenizer: &Tokenizer,
@@ -83,8 +89,12 @@ pub async fn generate(
     on_event: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<Generated> {
     let ids = prompt_ids(tokenizer, &request.prompt, request.chat)?;
+    if ids.is_empty() {
+        return Err(Error::Model("the prompt encodes to no tokens (this vocabulary adds no BOS)".into()));
+    }
     let stops: Vec<u32> = tokenizer.eos.into_iter().chain(tokenizer.token("<end_of_turn>")).collect();
-    let room = forward.context().saturating_sub(ids.len());
+    // The last token is picked, never run: n tokens need n - 1 positions after the prompt.
+    let room = (forward.context() + 1).saturating_sub(ids.len());
     let budget = request.tokens.min(room);
     on_event(Event::Prompt { tokens: ids.len(), budget })?;
     let mut sampler = Sampler::new(request.sampling);
@@ -113,8 +123,12 @@ pub async fn generate(
     Ok(Generated {
         prompt_tokens: ids.len(),
         prompt_tokens_per_s: ids.len() as f64 / prompt_s.max(1e-9),
-        generation_tokens_per_s: tokens.len() as f64 / generation_s.max(1e-9),
+        generation_tokens_per_s: tokens.len().saturating_sub(1) as f64 / generation_s.max(1e-9),
         context_full: budget < request.tokens && tokens.len() == budget,
+        seed: match request.sampling {
+            Sampling::Random { seed, .. } => Some(seed),
+            Sampling::Greedy => None,
+        },
         tokens,
         text,
         prompt_s,

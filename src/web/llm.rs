@@ -2,7 +2,7 @@
 //! (the file's bytes are dropped after the upload; the tokenizer keeps its vocabulary), and
 //! `generate(prompt, options, onToken)` runs the same loop as the CLI's `generate` (the
 //! library's `llm::generate`), calling `onToken` as each token comes and resolving to the
-//! CLI's `--json` fields.
+//! CLI's `--json` fields of the generation (the process's and device's are in `info()`).
 
 use super::{from_js, now_seconds, reject, to_js, NinferGpu};
 use crate::error::Error;
@@ -32,10 +32,11 @@ export interface LlmInfo {
   adapter: string; profile: string; context: number; vocab: number; blocks: number;
   load_s: number; device_bytes: number;
 }
-/** A generation: the CLI's `generate --json` fields. */
+/** A generation: the CLI's `generate --json` fields of the generation itself. */
 export interface LlmGenerated {
   tokens: number[]; text: string; prompt_tokens: number; prompt_s: number; generation_s: number;
   prompt_tokens_per_s: number; generation_tokens_per_s: number; context_full: boolean;
+  seed: number | null;
 }
 "#;
 
@@ -143,8 +144,9 @@ impl NinferLlm {
     /// Generates after `prompt` from an empty cache. `options`: `{ maxTokens?: number (default
     /// 64), temperature?, topK? (default 40), topP? (default 0.95), seed?, chat?: boolean }`;
     /// greedy without a temperature. `onToken(text, id, count, seconds)` is called as each token
-    /// comes (`text` may be empty: part of a character). Resolves to the CLI's `generate --json`
-    /// fields; one generation at a time.
+    /// comes (`text` may be empty: part of a character; the text's held-back last bytes are only
+    /// in the result). Resolves to the CLI's `generate --json` fields of the generation (with
+    /// `seed`, so a sampled run repeats); one generation at a time.
     #[wasm_bindgen(unchecked_return_type = "Promise<LlmGenerated>")]
     pub fn generate(
         &self,
@@ -155,7 +157,12 @@ impl NinferLlm {
         let state = self.state.clone();
         future_to_promise(async move {
             let o: GenerateOptions = options_of(&options, "generate options")?;
-            let seed = o.seed.map_or_else(|| crate::testgen::Rng::seed_from_time() >> 11, |s| s as u64);
+            let seed = match o.seed {
+                None => crate::testgen::Rng::seed_from_time() >> 11,
+                // Exactly representable, so the seed the result reports repeats the run.
+                Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 9007199254740992.0 => s as u64,
+                Some(s) => return Err(reject(Error::Model(format!("seed {s} is not an integer in 0..2^53")))),
+            };
             let sampling = Sampling::checked(o.temperature, o.top_k.unwrap_or(40), o.top_p.unwrap_or(0.95), seed)
                 .map_err(reject)?;
             let request =

@@ -258,8 +258,10 @@ impl Status {
     fn show(&self, line: &str) {
         match (self.shown, self.inline) {
             (false, _) => {}
-            // Save the cursor, draw dimmed, restore: the next piece overwrites from there.
-            (true, true) => eprint!("\x1b7 \x1b[2m[{line}]\x1b[0m\x1b8"),
+            // Erase the last status; make sure a line below exists (index down, back up:
+            // the screen scrolls now, not while the status wraps), save the cursor, draw
+            // dimmed, restore: the next piece overwrites from there.
+            (true, true) => eprint!("\x1b[J\x1bD\x1bM\x1b7 \x1b[2m[{line}]\x1b[0m\x1b8"),
             (true, false) => eprint!("\r\x1b[K{line}"),
         }
     }
@@ -343,6 +345,7 @@ pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
             "prompt_s": done.prompt_s,
             "generation_s": done.generation_s,
             "context_full": done.context_full,
+            "seed": done.seed,
             "peak_host_bytes": peak_host_bytes(),
             "device_bytes": device_bytes,
             "adapter": loaded.adapter(),
