@@ -3,6 +3,7 @@
 // headless test (web/drive.mjs) reads; `?run=conformance[&formats=a,b]` starts the suite at once.
 import init, { NinferGpu, NinferModel, NinferStep, conformanceHtml, verifyHtml } from './pkg/ninfer_wgpu.js';
 import { engineStep } from './engine-check.js';
+import { dropZone } from './drop.js';
 
 const $ = (id) => document.getElementById(id);
 const hook = (window.ninfer = { done: false, result: null, error: null, timings: {}, api: null });
@@ -150,14 +151,7 @@ async function verifyModel(names) {
 }
 
 function wire() {
-  const drop = $('drop');
-  drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
-  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
-  drop.addEventListener('drop', (e) => {
-    e.preventDefault();
-    drop.classList.remove('over');
-    loadFiles(e.dataTransfer.files).catch(showError);
-  });
+  dropZone($('drop'), (files) => loadFiles(files).catch(showError));
   $('pick').addEventListener('change', (e) => loadFiles(e.target.files).catch(showError));
   $('run').addEventListener('click', () => {
     const text = $('formats').value.trim();

@@ -4,7 +4,7 @@
 // conformance suite and prints its summary line; a failing case, a run of zero cases or fewer
 // cases than the suite planned fails. Usage:
 //   node drive.mjs URL [--json OUT] [--formats a,b] [--fixtures DIR-URL] [--expect-errors FILE]
-import { chromium } from 'playwright-core';
+import { launch, failures } from './headless.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { shortfall } from './report-check.mjs';
 
@@ -16,24 +16,8 @@ const opt = (name) => {
 };
 const minutes = 25;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--enable-unsafe-webgpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-default-apps',
-    '--disable-sync',
-    '--no-first-run',
-    '--no-sandbox',
-  ],
-});
-let failed = false;
-const fail = (text) => {
-  console.error(`FAIL: ${text}`);
-  failed = true;
-};
+const browser = await launch();
+const { fail, failed } = failures();
 try {
   const page = await browser.newPage();
   page.on('console', (m) => {
@@ -103,11 +87,11 @@ try {
   console.log(`timings: wasm ready ${timings.wasm_ready_ms} ms, GPU ready ${timings.gpu_ready_ms} ms, first result ${timings.first_result_ms} ms, suite ${timings.conformance_ms} ms (wall ${Date.now() - started} ms)`);
   console.log(`${formatsRun} formats, ${result.results.length} cases`);
   console.log(`${result.passed} passed, ${result.failed} failed, ${result.platform_deviations} platform deviations, ${result.results.length} of ${result.planned} planned cases ran`);
-  if (result.failed > 0) failed = true;
+  if (result.failed > 0) fail(`${result.failed} cases failed`);
   for (const problem of shortfall(result)) fail(problem);
 } catch (e) {
   fail(e.message);
 } finally {
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -4,24 +4,15 @@
 // from EXPECTED) and that each came through onToken as it was generated. Prints the page's load
 // time and tokens per second. Usage:
 //   node generate-check.mjs URL MODEL-URL PROMPT N EXPECTED.json
-import { chromium } from 'playwright-core';
+import { launch, failures } from './headless.mjs';
 import { readFileSync } from 'node:fs';
 
 const [url, model, prompt, n, expectedFile] = process.argv.slice(2);
 const expected = JSON.parse(readFileSync(expectedFile, 'utf8'));
 const minutes = 15;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update',
-    '--disable-default-apps', '--disable-sync', '--no-first-run', '--no-sandbox'],
-});
-let failed = false;
-const fail = (text) => {
-  console.error(`FAIL: ${text}`);
-  failed = true;
-};
+const browser = await launch();
+const { fail, failed } = failures();
 try {
   const page = await browser.newPage();
   page.on('console', (m) => m.type() === 'error' && console.error(`page: ${m.text()}`));
@@ -53,4 +44,4 @@ try {
 } finally {
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

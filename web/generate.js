@@ -3,6 +3,7 @@
 // `window.ninferGenerate` is the hook the headless test (web/generate-check.mjs) reads;
 // `?model=URL&prompt=TEXT&n=N` loads and generates greedily at once.
 import init, { NinferLlm } from './pkg/ninfer_wgpu.js';
+import { dropZone } from './drop.js';
 
 const $ = (id) => document.getElementById(id);
 const hook = (window.ninferGenerate = { loaded: null, result: null, streamed: [], error: null, timings: {} });
@@ -96,14 +97,7 @@ async function generate() {
 
 async function main() {
   await init();
-  const drop = $('drop');
-  drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
-  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
-  drop.addEventListener('drop', (e) => {
-    e.preventDefault();
-    drop.classList.remove('over');
-    if (e.dataTransfer.files.length) loadFile(e.dataTransfer.files[0]).catch(showError);
-  });
+  dropZone($('drop'), (files) => loadFile(files[0]).catch(showError));
   $('pick').addEventListener('change', (e) => e.target.files.length && loadFile(e.target.files[0]).catch(showError));
   $('fetch').addEventListener('click', () => loadUrl($('url').value).catch(showError));
   $('go').addEventListener('click', () => generate().catch(showError));
