@@ -42,6 +42,46 @@ pub enum Keep {
     All,
 }
 
+/// A head bound to a logits buffer of some columns, with the read-back buffer it is copied to.
+struct Logits {
+    head: BoundOp,
+    logits: wgpu::Buffer,
+    staging: wgpu::Buffer,
+}
+
+impl Logits {
+    /// The head (`weights`, reading `normed`) bound for up to `columns` columns of `vocab`.
+    async fn bind(
+        gpu: &Gpu,
+        weights: &GpuTensor,
+        profile: Profile,
+        normed: &wgpu::Buffer,
+        width: u64,
+        vocab: u64,
+        columns: u32,
+    ) -> Result<Logits> {
+        let words = columns as u64 * vocab;
+        let logits = gpu.create_buffer(words, "logits").await?;
+        let staging = gpu
+            .scoped("allocating the logits read-back", || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("logits read-back"),
+                    size: words * 4,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .await?;
+        let x = DeviceSlice::new(normed, 0, width);
+        let head = gpu.bind_matmul(weights, profile, x, DeviceSlice::new(&logits, 0, vocab), columns).await?;
+        Ok(Logits { head, logits, staging })
+    }
+
+    fn bytes(&self) -> u64 {
+        self.logits.size() + self.staging.size()
+    }
+}
+
 /// One block's products and kernels. q, k and v are one to three products (each run of one
 /// format stacked into one tensor: one dispatch), and so are gate and up.
 struct Block {
@@ -84,12 +124,18 @@ pub struct GpuForward<'g> {
     position: usize,
     ids: wgpu::Buffer,
     step: wgpu::Buffer,
-    logits: wgpu::Buffer,
-    staging: wgpu::Buffer,
+    /// The head's output for one column (every generated token) and for `head_columns`
+    /// (teacher forcing: made on the first call that keeps every token's logits).
+    one: Logits,
+    all: Option<Logits>,
+    /// What the head reads: the final norm's output.
+    normed: wgpu::Buffer,
+    /// The head's weights: an index into `_tensors`.
+    head_at: usize,
+    profile: Profile,
     gather: BoundOp,
     embed: Dispatch,
     blocks: Vec<Block>,
-    head: BoundOp,
     /// Every weight and activation buffer, kept for the lifetime of the bound work.
     _tensors: Vec<GpuTensor>,
     _buffers: Vec<wgpu::Buffer>,
@@ -269,18 +315,6 @@ impl<'g> GpuForward<'g> {
         let o = gpu.create_buffer(jb * w, "block output").await?;
         let gu = gpu.create_buffer(jb * 2 * ff, "gate and up").await?;
         let a = gpu.create_buffer(jb * ff, "geglu").await?;
-        let logits_words = head_columns as u64 * c.vocab as u64;
-        let logits = gpu.create_buffer(logits_words, "logits").await?;
-        let staging = gpu
-            .scoped("allocating the logits read-back", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("logits read-back"),
-                    size: logits_words * 4,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })
-            .await?;
         let rope = gpu.create_buffer_with(&rope_table(c, context), "rope").await?;
         let f32_buffer = move |name: String| async move {
             let values = exact_values(file, &name)?;
@@ -413,11 +447,11 @@ impl<'g> GpuForward<'g> {
             Some(_) => upload("output.weight".into()).await?,
             None => embd,
         };
-        let head = gpu
-            .bind_matmul(&head_tensor, profile, hx, DeviceSlice::new(&logits, 0, c.vocab as u64), head_columns)
-            .await?;
+        // One column's logits: what generation needs; every column's are bound on first use.
+        let one = Logits::bind(gpu, &head_tensor, profile, &hn, w, c.vocab as u64, 1).await?;
         tensors.push(head_tensor);
-        buffers.extend([rows, x, hn, qkv, q, att, o, gu, a, rope]);
+        let head_at = tensors.len() - 1;
+        buffers.extend([rows, x, qkv, q, att, o, gu, a, rope]);
         Ok(GpuForward {
             gpu: on,
             config: c.clone(),
@@ -427,12 +461,14 @@ impl<'g> GpuForward<'g> {
             position: 0,
             ids,
             step,
-            logits,
-            staging,
+            one,
+            all: None,
+            normed: hn,
+            head_at,
+            profile,
             gather,
             embed,
             blocks,
-            head,
             _tensors: tensors,
             _buffers: buffers,
         })
@@ -446,7 +482,8 @@ impl<'g> GpuForward<'g> {
             .map(|t| (0..t.placement().segments.len()).map(|i| t.buffer(i).size()).sum::<u64>())
             .sum();
         let buffers: u64 = self._buffers.iter().map(wgpu::Buffer::size).sum();
-        tensors + buffers + [&self.ids, &self.step, &self.logits, &self.staging].iter().map(|b| b.size()).sum::<u64>()
+        let logits = self.one.bytes() + self.all.as_ref().map_or(0, Logits::bytes);
+        tensors + buffers + logits + [&self.ids, &self.step, &self.normed].iter().map(|b| b.size()).sum::<u64>()
     }
 
     /// Positions the KV cache holds.
@@ -501,7 +538,17 @@ impl<'g> GpuForward<'g> {
 
     /// One submission: `tokens` at the current position, the logits of the last `kept` of them.
     async fn step(&mut self, tokens: &[u32], kept: usize) -> Result<Vec<f32>> {
+        if kept > 1 && self.all.is_none() {
+            let c = &self.config;
+            let (weights, width, vocab) = (&self._tensors[self.head_at], c.width as u64, c.vocab as u64);
+            let all = Logits::bind(&self.gpu, weights, self.profile, &self.normed, width, vocab, self.head_columns);
+            self.all = Some(all.await?);
+        }
         let gpu: &Gpu = &self.gpu;
+        let out = match (kept, &self.all) {
+            (0 | 1, _) | (_, None) => &self.one,
+            (_, Some(all)) => all,
+        };
         let j = tokens.len() as u32;
         let out_from = j - kept as u32;
         gpu.write(&self.ids, 0, tokens)?;
@@ -530,19 +577,19 @@ impl<'g> GpuForward<'g> {
                 b.post_ffw.record(p, j, 1);
             }
             if kept > 0 {
-                self.head.record(p, kept as u32)?;
+                out.head.record(p, kept as u32)?;
             }
         }
         let bytes = kept as u64 * c.vocab as u64 * 4;
         if bytes > 0 {
-            encoder.copy_buffer_to_buffer(&self.logits, 0, &self.staging, 0, bytes);
+            encoder.copy_buffer_to_buffer(&out.logits, 0, &out.staging, 0, bytes);
         }
         gpu.submit(encoder).await?;
         self.position += tokens.len();
         if bytes == 0 {
             return Ok(Vec::new());
         }
-        let words = gpu.read_mapped(&self.staging, bytes).await?;
+        let words = gpu.read_mapped(&out.staging, bytes).await?;
         Ok(bytemuck::pod_collect_to_vec(&words))
     }
 }
