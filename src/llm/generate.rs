@@ -135,3 +135,92 @@ pub async fn generate(
         generation_s,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::reader::{Array, Value};
+    use crate::llm::testing::Table;
+    use std::cell::Cell;
+
+    /// Pieces "<unk>", "<bos>" (1), "<eos>" (2), "a", "b", "c"; no space prefix.
+    fn tokenizer(add_bos: bool) -> Tokenizer {
+        let pieces = ["<unk>", "<bos>", "<eos>", "a", "b", "c"];
+        let types = [2, 3, 3, 1, 1, 1];
+        let mut t = Table::default();
+        t.put("tokenizer.ggml.model", Value::String("llama".into()))
+            .put("tokenizer.ggml.tokens", Value::Array(Array::String(pieces.iter().map(|p| p.to_string()).collect())))
+            .put("tokenizer.ggml.scores", Value::Array(Array::F32(vec![0.0; 6])))
+            .put("tokenizer.ggml.token_type", Value::Array(Array::I32(types.to_vec())))
+            .put("tokenizer.ggml.bos_token_id", Value::U32(1))
+            .put("tokenizer.ggml.eos_token_id", Value::U32(2))
+            .put("tokenizer.ggml.add_bos_token", Value::Bool(add_bos))
+            .put("tokenizer.ggml.add_space_prefix", Value::Bool(false));
+        Tokenizer::from_source(&t).unwrap()
+    }
+
+    /// Logits that pick `next[i]` after the i-th run; refuses to run past its context.
+    struct Scripted {
+        context: usize,
+        position: usize,
+        next: Vec<u32>,
+        runs: usize,
+    }
+
+    impl Forward for Scripted {
+        fn context(&self) -> usize {
+            self.context
+        }
+
+        async fn run(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+            self.position += tokens.len();
+            assert!(self.position <= self.context, "ran past the context: {}", self.position);
+            let mut logits = vec![0.0f32; 6];
+            logits[self.next[self.runs] as usize] = 1.0;
+            self.runs += 1;
+            Ok(logits)
+        }
+    }
+
+    fn run(forward: &mut Scripted, tokenizer: &Tokenizer, prompt: &str, tokens: usize) -> Result<Generated> {
+        let clock = Cell::new(0.0);
+        // Every reading of the clock is a second later.
+        let now = || {
+            clock.set(clock.get() + 1.0);
+            clock.get()
+        };
+        let request = Request { prompt: prompt.into(), tokens, sampling: Sampling::Greedy, chat: false };
+        crate::native::block_on(generate(forward, tokenizer, &request, &now, &mut |_| Ok(())))
+    }
+
+    #[test]
+    fn the_last_token_is_picked_not_run_so_one_more_fits() {
+        // Prompt <bos> a b: 3 positions of 5; three tokens fit (the last is never run).
+        let mut f = Scripted { context: 5, position: 0, next: vec![3, 4, 5, 3], runs: 0 };
+        let g = run(&mut f, &tokenizer(true), "ab", 10).unwrap();
+        assert_eq!((g.tokens, g.text.as_str(), g.context_full, f.position), (vec![3, 4, 5], "abc", true, 5));
+        assert_eq!(g.prompt_tokens, 3);
+        // Asked for fewer than fit: not full.
+        let mut f = Scripted { context: 5, position: 0, next: vec![3, 4, 5, 3], runs: 0 };
+        assert!(!run(&mut f, &tokenizer(true), "ab", 2).unwrap().context_full);
+    }
+
+    #[test]
+    fn a_stop_token_ends_and_one_token_has_no_step_rate() {
+        let mut f = Scripted { context: 64, position: 0, next: vec![5, 2], runs: 0 };
+        let g = run(&mut f, &tokenizer(true), "a", 10).unwrap();
+        assert_eq!((g.tokens, g.context_full), (vec![5], false));
+        assert_eq!(g.generation_tokens_per_s, 0.0, "one token took no step after the prompt");
+        // Three tokens are two steps.
+        let mut f = Scripted { context: 64, position: 0, next: vec![3, 3, 3, 3], runs: 0 };
+        let g = run(&mut f, &tokenizer(true), "a", 3).unwrap();
+        assert_eq!(g.generation_tokens_per_s, 2.0 / g.generation_s);
+    }
+
+    #[test]
+    fn a_prompt_of_no_tokens_is_refused() {
+        let mut f = Scripted { context: 64, position: 0, next: vec![3], runs: 0 };
+        let err = run(&mut f, &tokenizer(false), "", 4).expect_err("refused").to_string();
+        assert!(err.contains("no tokens"), "{err}");
+    }
+}

@@ -112,4 +112,22 @@ mod tests {
         };
         assert_eq!(picks, again);
     }
+
+    #[test]
+    fn sampling_settings_are_checked() {
+        assert_eq!(Sampling::checked(None, 0, 7.0, 1).unwrap(), Sampling::Greedy);
+        let ok = Sampling::checked(Some(0.8), 40, 0.95, 9).unwrap();
+        assert_eq!(ok, Sampling::Random { temperature: 0.8, top_k: 40, top_p: 0.95, seed: 9 });
+        for (t, k, p) in [
+            (-0.1, 40, 0.9),
+            (f32::NAN, 40, 0.9),
+            (f32::INFINITY, 40, 0.9),
+            (0.8, 0, 0.9),
+            (0.8, 40, 0.0),
+            (0.8, 40, 1.5),
+        ] {
+            let err = Sampling::checked(Some(t), k, p, 1).expect_err("refused").to_string();
+            assert!(err.contains("sampling needs"), "{t} {k} {p}: {err}");
+        }
+    }
 }
