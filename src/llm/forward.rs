@@ -205,9 +205,9 @@ fn rope_table(c: &Gemma3Config, context: usize) -> Vec<f32> {
 }
 
 /// Binds the products of `names`, which read `x` and write consecutive rows of one output
-/// column of `y` = (buffer, the words between its columns): each run of names in one format is uploaded as one
-/// stacked tensor and bound as one product, so a block's q, k and v of one format are one
-/// dispatch (docs/llm.md#speed).
+/// column of `y` = (buffer, the words between its columns): each run of names in one format is
+/// uploaded as one stacked tensor and bound as one product, so a block's q, k and v of one
+/// format are one dispatch (docs/llm.md#the-gpu-forward).
 async fn bind_stacked(
     gpu: &Gpu,
     file: &GgufFile,
