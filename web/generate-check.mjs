@@ -34,6 +34,9 @@ try {
   if (JSON.stringify(streamed) !== JSON.stringify(result.tokens)) fail(`onToken saw ${JSON.stringify(streamed)}`);
   const shown = await page.evaluate(() => document.getElementById('rate').textContent);
   if (!/tokens\/s/.test(shown)) fail(`the page shows no tokens per second: ${JSON.stringify(shown)}`);
+  const loadLine = await page.evaluate(() => document.getElementById('model-line').textContent);
+  if (!/read in [0-9.]+ s, on the GPU in [0-9.]+ s/.test(loadLine)) fail(`the page shows no load time: ${JSON.stringify(loadLine)}`);
+  console.log(`the page says: ${loadLine} | ${shown}`);
   console.log(`load: fetch ${timings.fetch_ms} ms, upload and bind ${timings.load_ms} ms (${(loaded.device_bytes / 1e6).toFixed(0)} MB on the device)`);
   console.log(`prompt ${result.prompt_tokens} tokens at ${result.prompt_tokens_per_s.toFixed(2)} tokens/s, ` +
     `${result.tokens.length} generated at ${result.generation_tokens_per_s.toFixed(2)} tokens/s (native: ` +
