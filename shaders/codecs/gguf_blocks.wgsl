@@ -119,15 +119,22 @@ fn affine_q2_0(base: u32, j: u32, c: u32) -> vec4<f32> {
     return scale_only(f16_at(base));
 }
 
-// q8_0: d (binary16), then 32 int8 codes.
+// q8_0: d (binary16), then 32 int8 codes. The codes' 32 bytes start 2 bytes into a 34-byte
+// block, so half the blocks have them on a word boundary and half 2 bytes off: one funnel over
+// 9 aligned words serves both, where two block_words4 calls load 10
+// (docs/performance-history.md#gemma-3-270ms-token-step-2026-12-05, item 8).
 fn levels_q8_0(base: u32, j: u32, in_row: u32) -> Chunk {
     var q: Chunk;
-    for (var h = 0u; h < 2u; h++) {
-        let words = block_words4(base + 2u + 16u * h);
-        for (var t = 0u; t < 4u; t++) {
-            let w = bitcast<vec4<i32>>(vec4<u32>(words[t]) << vec4<u32>(24u, 16u, 8u, 0u));
-            q[4u * h + t] = vec4<f32>(w >> vec4<u32>(24u));
-        }
+    let w = (base + 2u) >> 2u;
+    let s = ((base + 2u) & 3u) * 8u;
+    var lo = plane0[w];
+    for (var t = 0u; t < 8u; t++) {
+        let hi = plane0[w + 1u + t];
+        // As block_words4: (hi << 1) << (31 - s) is hi << (32 - s), and 0 for s = 0.
+        let word = (lo >> s) | ((hi << 1u) << (31u - s));
+        lo = hi;
+        let codes = bitcast<vec4<i32>>(vec4<u32>(word) << vec4<u32>(24u, 16u, 8u, 0u));
+        q[t] = vec4<f32>(codes >> vec4<u32>(24u));
     }
     return q;
 }
