@@ -6,6 +6,11 @@ configuration and tokenizer both read. Weights are f32, scaled so that activatio
 are of order one (norm gains near 1, matrices ~ N(0, 4/K)): every nonlinearity shows in the
 logits, which tests/gpu/model.rs compares with the exact reference. Needs llama.cpp's `gguf`
 package. Usage: tools/make-model-seed.py [OUT]
+
+`--gqa` writes fuzz/seeds/model/tiny-gemma3-gqa.gguf instead: ten query heads over two key heads
+of length 8, so a KV head serves a group of five (the attention kernel takes a group four query
+heads at a time: a full four and a remainder of one).
+Usage: tools/make-model-seed.py --gqa [OUT]
 """
 import os
 import sys
@@ -14,9 +19,13 @@ import numpy as np
 from gguf import GGUFWriter, TokenType
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "fuzz/seeds/model/tiny-gemma3.gguf")
+args = sys.argv[1:]
+gqa = "--gqa" in args
+args = [a for a in args if a != "--gqa"]
+name = "tiny-gemma3-gqa.gguf" if gqa else "tiny-gemma3.gguf"
+out = args[0] if args else os.path.join(root, "fuzz/seeds/model", name)
 w = GGUFWriter(out, "gemma3")
-blocks, width, ff, heads, kv, head = 1, 8, 16, 2, 1, 4
+blocks, width, ff, heads, kv, head = (1, 8, 16, 10, 2, 8) if gqa else (1, 8, 16, 2, 1, 4)
 w.add_block_count(blocks)
 w.add_embedding_length(width)
 w.add_feed_forward_length(ff)

@@ -6,7 +6,7 @@
 //! it keeps.
 
 use super::config::Gemma3Config;
-use super::kernels::{Dispatch, ModelKernel, Pipelines, HEAD_MAX, LLM_WG};
+use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, HEAD_MAX, LLM_WG};
 use super::reference::exact_values;
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
@@ -158,9 +158,10 @@ fn check_supported(file: &GgufFile, config: &Gemma3Config, options: &ForwardOpti
     if c.final_logit_softcap.is_some() {
         return Err(Error::Unsupported("final logit soft-capping is not in the GPU forward yet".into()));
     }
-    if c.key_length > HEAD_MAX || c.value_length > HEAD_MAX || !c.key_length.is_multiple_of(2) {
+    if c.key_length > HEAD_MAX || c.value_length > HEAD_MAX || !c.key_length.is_multiple_of(4) {
         return Err(Error::Unsupported(format!(
-            "heads of key length {} and value length {}: the attention kernel takes even lengths up to {HEAD_MAX}",
+            "heads of key length {} and value length {}: the attention kernel takes key lengths that are \
+             multiples of 4, and lengths up to {HEAD_MAX}",
             c.key_length, c.value_length
         )));
     }
@@ -566,7 +567,7 @@ impl<'g> GpuForward<'g> {
                     op.record(p, j)?;
                 }
                 b.qk_rope.record(p, heads + 2 * kv, j);
-                b.attention.record(p, heads, j);
+                b.attention.record_3d(p, kv * (heads / kv).div_ceil(4), j, ATTENTION_SPLITS);
                 b.o.record(p, j)?;
                 b.post_attention.record(p, j, 1);
                 for op in &b.gate_up {

@@ -27,6 +27,11 @@ pub const LLM_WG: u32 = 128;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
 /// from here); a multiple of `LLM_WG`, each invocation holding `HEAD_MAX / LLM_WG` values.
 pub const HEAD_MAX: usize = 256;
+/// The shares of the value dimensions the attention kernel splits a head group's work into, one
+/// workgroup each (`ATTENTION_SPLITS` in the WGSL, written from here): with one KV head, as
+/// gemma-3-270m has, one share would leave a decode step's attention on one core of a CPU
+/// driver (docs/llm.md#attention).
+pub const ATTENTION_SPLITS: u32 = 2;
 
 impl ModelKernel {
     pub const ALL: [ModelKernel; 4] =
@@ -51,7 +56,8 @@ impl ModelKernel {
             ModelKernel::Geglu => include_str!("../../shaders/llm/geglu.wgsl"),
         };
         format!(
-            "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{COMMON}\n{own}",
+            "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\
+             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\n{COMMON}\n{own}",
             self.entry_point()
         )
     }
@@ -141,8 +147,12 @@ pub(super) struct Dispatch {
 
 impl Dispatch {
     pub(super) fn record(&self, pass: &mut wgpu::ComputePass<'_>, x: u32, y: u32) {
+        self.record_3d(pass, x, y, 1);
+    }
+
+    pub(super) fn record_3d(&self, pass: &mut wgpu::ComputePass<'_>, x: u32, y: u32, z: u32) {
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &self.bind_group, &[]);
-        pass.dispatch_workgroups(x, y, 1);
+        pass.dispatch_workgroups(x, y, z);
     }
 }

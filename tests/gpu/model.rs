@@ -1,8 +1,9 @@
 //! A model's forward pass on every adapter without the 253 MB download: the fuzz seed
 //! `fuzz/seeds/model/tiny-gemma3.gguf` (tools/make-model-seed.py: one block, two query heads
-//! over one key head, a sliding window of 8, f32 weights) through the GPU forward, against the
-//! exact CPU reference; then the same file with a tensor's type changed, refused before any GPU
-//! work. gemma-3-270m itself is judged in tests/gemma/.
+//! over one key head, a sliding window of 8, f32 weights) and its grouped-query sibling
+//! `tiny-gemma3-gqa.gguf` (ten query heads over two key heads) through the GPU forward, against
+//! the exact CPU reference; then the first file with a tensor's type changed, refused before any
+//! GPU work. gemma-3-270m itself is judged in tests/gemma/.
 
 use super::{open, selectors};
 use ninfer_wgpu::gguf::reader::GgufFile;
@@ -12,6 +13,9 @@ use ninfer_wgpu::llm::{ForwardOptions, Gemma3Config, GpuForward, Keep, Reference
 use ninfer_wgpu::native::block_on;
 
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3.gguf");
+/// Groups of five query heads per key head: the attention kernel's four-head quads, a full one
+/// and a remainder, over more than one key head.
+const GQA_SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3-gqa.gguf");
 
 /// Logits within this relative L2 distance of the exact reference's: A32's bound for one product
 /// (docs/judging.md#a32-profile), here over the whole forward, where f32 rounding is all that
@@ -31,9 +35,18 @@ fn relative_l2(exact: &[f32], ours: &[f32]) -> f64 {
 /// the last step's logits are checked a token at a time through the KV cache too.
 #[test]
 fn a_tiny_gemma3_runs_as_its_exact_reference_on_every_adapter() {
-    let file = GgufFile::from_bytes(std::fs::read(SEED).unwrap()).unwrap();
+    runs_as_its_exact_reference(SEED, (1, 2, 1, Some(8)));
+}
+
+#[test]
+fn a_tiny_gemma3_with_groups_of_five_heads_runs_as_its_exact_reference_on_every_adapter() {
+    runs_as_its_exact_reference(GQA_SEED, (1, 10, 2, Some(8)));
+}
+
+fn runs_as_its_exact_reference(seed: &str, shape: (usize, usize, usize, Option<usize>)) {
+    let file = GgufFile::from_bytes(std::fs::read(seed).unwrap()).unwrap();
     let config = Gemma3Config::from_gguf(&file).unwrap();
-    assert_eq!((config.blocks, config.heads, config.kv_heads, config.sliding_window), (1, 2, 1, Some(8)));
+    assert_eq!((config.blocks, config.heads, config.kv_heads, config.sliding_window), shape);
     assert!(config.local[0], "the one block is local: the window applies");
     let ids = Tokenizer::from_gguf(&file).unwrap().encode("hello the world, a hello é 東京 the end", false).unwrap();
     assert!(ids.len() >= 20, "{} tokens", ids.len());
