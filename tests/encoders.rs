@@ -315,6 +315,51 @@ fn q8_imports_gguf_q8_0_blocks_and_refuses_invalid_words() {
     }
 }
 
+/// The piece-at-a-time view (how a model's q8_0 table reaches the GPU) makes exactly the whole
+/// import's payload, from any offset in pieces of any size — padding groups at K = 96, rows of
+/// several 128-value chunks at K = 640 — and refuses what the import refuses, in any row.
+#[test]
+fn q8_from_q8_0_pieces_are_the_whole_imports_bytes() {
+    let seed = ninfer_wgpu::testgen::test_seed("q8_from_q8_0 pieces").unwrap();
+    let mut rng = Rng::new(seed);
+    let random_blocks = |count: usize, rng: &mut Rng| -> Vec<u8> {
+        (0..count)
+            .flat_map(|_| {
+                let codes: Vec<u8> = (0..32).map(|_| rng.range(-127, 127) as i8 as u8).collect();
+                block(0x2000 + rng.below(0x3000) as u16, &codes)
+            })
+            .collect()
+    };
+    for (n, k) in [(1, 32), (3, 96), (5, 640)] {
+        let blocks = random_blocks(n * k / 32, &mut rng);
+        let whole = import::q8_from_gguf_q8_0(n, k, &blocks).unwrap();
+        let view = import::Q8FromQ8_0::new(n, k, &blocks).unwrap();
+        assert_eq!(&view.desc(), whole.tensor.desc());
+        let expected = whole.tensor.payload();
+        assert_eq!(view.len(), expected.len());
+        let mut all = vec![0xAA; view.len()];
+        view.fill(0, &mut all);
+        assert!(all == expected, "[{n}, {k}]: the whole payload differs (seed {seed})");
+        for _ in 0..300 {
+            let start = rng.below(expected.len() as u64) as usize;
+            let len = rng.below((expected.len() - start) as u64 + 1) as usize;
+            let mut piece = vec![0xAA; len];
+            view.fill(start, &mut piece);
+            assert!(piece == expected[start..start + len], "[{n}, {k}] bytes {start}+{len} (seed {seed})");
+        }
+    }
+    // A code of -128 in the last row, past the first rows checked at a time, and a short payload.
+    let (n, k) = (4097, 32);
+    let mut blocks = random_blocks(n, &mut rng);
+    let last = blocks.len() - 5;
+    blocks[last] = 0x80;
+    match import::Q8FromQ8_0::new(n, k, &blocks) {
+        Err(Error::InvalidWord { rule, .. }) => assert!(rule.contains("-128"), "{rule}"),
+        other => panic!("code -128: {:?}", other.err()),
+    }
+    assert!(matches!(import::Q8FromQ8_0::new(n, k, &blocks[1..]), Err(Error::PayloadSize { .. })));
+}
+
 #[test]
 fn imports_of_t2_nvfp4_and_fp8_copy_and_validate() {
     assert!(import::t2(1, 3, &[-1, 0, 1], &[0x3C00]).is_ok());

@@ -4,7 +4,7 @@
 use super::{Encoded, Provenance};
 use crate::error::{Error, Result};
 use crate::format::{Format, Geometry};
-use crate::layout::{Layout, PayloadGeometry};
+use crate::layout::{row_split, Layout, PayloadGeometry};
 use crate::tensor::{EncodedTensor, TensorDesc};
 use crate::words::{Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
 
@@ -100,4 +100,82 @@ pub fn fp8(format: Format, n: usize, k: usize, codes: &[u8], scales: &[u16]) -> 
     let words = Fp8RowWords { format, n, k, codes: codes.to_vec(), scales: scales.to_vec() };
     let tensor = EncodedTensor::encode(&LogicalWords::Fp8Row(words), format.layout())?;
     Ok(Encoded { tensor, provenance: provenance("fp8 codes and row scales") })
+}
+
+/// GGUF q8_0 blocks as the `q8_g32_fp16` payload [`q8_from_gguf_q8_0`] makes of them, produced
+/// a byte range at a time ([`Q8FromQ8_0::fill`]): an upload writes it piece by piece from where
+/// the blocks lie (a memory map), never holding the whole payload on the host. The same codes
+/// and scales, so the same weights bit for bit.
+pub struct Q8FromQ8_0<'a> {
+    blocks: &'a [u8],
+    geometry: row_split::Geometry,
+    per_row: usize,
+}
+
+/// Rows checked at a time by [`Q8FromQ8_0::new`]: the piece it imports stays a few MB.
+const CHECK_ROWS: usize = 4096;
+const Q8_0_BYTES: usize = 34;
+
+impl<'a> Q8FromQ8_0<'a> {
+    /// Checks every block against q8_g32_fp16's rules by importing `CHECK_ROWS` rows at a time
+    /// with [`q8_from_gguf_q8_0`] (its validator, its refusals), and keeps none of it.
+    pub fn new(n: usize, k: usize, blocks: &'a [u8]) -> Result<Self> {
+        let geometry = row_split::Geometry::new(Format::Q8G32Fp16, &[n, k])?;
+        let per_row = k / 32;
+        let row_bytes = per_row * Q8_0_BYTES;
+        if !k.is_multiple_of(32) || Some(blocks.len()) != n.checked_mul(row_bytes) {
+            // from_gguf_blocks names the rule broken, before it allocates anything.
+            let refused = from_gguf_blocks(Format::Q8G32Fp16, Format::GgufQ8_0, n, k, blocks).err();
+            return Err(refused.unwrap_or_else(|| Error::Unsupported(format!("gguf_q8_0 [{n}, {k}] blocks"))));
+        }
+        for rows in blocks.chunks(CHECK_ROWS * row_bytes.max(1)) {
+            from_gguf_blocks(Format::Q8G32Fp16, Format::GgufQ8_0, rows.len() / row_bytes, k, rows)?;
+        }
+        Ok(Q8FromQ8_0 { blocks, geometry, per_row })
+    }
+
+    pub fn desc(&self) -> TensorDesc {
+        TensorDesc::new(Format::Q8G32Fp16, Layout::RowSplitK128V1, &[self.geometry.n, self.geometry.k])
+    }
+
+    /// The payload's length in bytes.
+    pub fn len(&self) -> usize {
+        self.geometry.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.geometry.bytes == 0
+    }
+
+    /// Writes payload bytes `offset..offset + out.len()` (within [`Q8FromQ8_0::len`]) into
+    /// `out`: codes from the blocks' code bytes, scales from their `d`, zeros for padding groups
+    /// and between the planes.
+    pub fn fill(&self, offset: usize, out: &mut [u8]) {
+        let g = &self.geometry;
+        let group = g.spec.base_bytes;
+        // The block of record `rec` (row-major over physical groups), if it is a logical one.
+        let block = |rec: usize| {
+            let (row, i) = (rec / g.gpr, rec % g.gpr);
+            (i < self.per_row).then(|| &self.blocks[(row * self.per_row + i) * Q8_0_BYTES..][..Q8_0_BYTES])
+        };
+        let mut at = 0;
+        while at < out.len() {
+            let o = offset + at;
+            let (from, len): (Option<&[u8]>, usize) = if o < g.base_bytes {
+                let within = o % group;
+                (block(o / group).map(|b| &b[2 + within..]), group - within)
+            } else if o < g.scale_offset {
+                (None, g.scale_offset - o)
+            } else {
+                let s = o - g.scale_offset;
+                (block(s / 2).map(|b| &b[s % 2..2]), 2 - s % 2)
+            };
+            let len = len.min(out.len() - at);
+            match from {
+                Some(bytes) => out[at..at + len].copy_from_slice(&bytes[..len]),
+                None => out[at..at + len].fill(0),
+            }
+            at += len;
+        }
+    }
 }

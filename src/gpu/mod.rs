@@ -278,6 +278,15 @@ impl Gpu {
         GpuTensor::upload_stacked(self, parts, &mut |_, _| {}).await
     }
 
+    /// Uploads GGUF q8_0 blocks as q8_g32_fp16 ([`crate::encode::import::Q8FromQ8_0`], which
+    /// checked them against its rules): the same codes and scales, so the same weights bit for
+    /// bit, in the layout whose codes are aligned words — fewer loads a weight in the products
+    /// (docs/llm.md#the-output-head). Made and written a chunk at a time: the blocks are never
+    /// copied whole.
+    pub async fn upload_q8_from_q8_0(&self, view: &crate::encode::import::Q8FromQ8_0<'_>) -> Result<GpuTensor> {
+        GpuTensor::upload_q8_from_q8_0(self, view, &mut |_, _| {}).await
+    }
+
     /// [`Gpu::upload`] in chunks of [`UPLOAD_CHUNK`] bytes, calling `progress(done,
     /// total)` after each (the CLI draws a progress bar from it).
     pub async fn upload_with_progress(

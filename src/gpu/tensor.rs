@@ -1,11 +1,14 @@
 //! `GpuTensor`: a payload uploaded exactly as stored — no repacking, requantizing or host-side
 //! decoding — in one device buffer, or in several byte ranges of it when it is larger than one
 //! buffer (`plan::place`). At most three zero bytes are appended to each, to reach the 4-byte
-//! copy granularity.
+//! copy granularity. The one payload made on the way is an exact import
+//! ([`GpuTensor::upload_q8_from_q8_0`]: GGUF q8_0 blocks as q8_g32_fp16, byte copies of the
+//! same codes and scales), made a piece at a time.
 
 use super::kernels::{Op, Variant};
 use super::plan::{place, Placement};
 use super::{capability, Gpu};
+use crate::encode::import::Q8FromQ8_0;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, PayloadGeometry};
 use crate::tensor::{TensorDesc, Validated};
@@ -31,7 +34,21 @@ impl GpuTensor {
         tensor: &Validated<'_, '_>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
-        Self::upload_parts(gpu, tensor.desc().clone(), tensor.geometry().clone(), &[tensor.payload()], progress).await
+        let parts = [tensor.payload()];
+        Self::upload_from(gpu, tensor.desc().clone(), tensor.geometry().clone(), Source::Parts(&parts), progress).await
+    }
+
+    /// Uploads GGUF q8_0 blocks as the q8_g32_fp16 tensor [`Q8FromQ8_0`] checked they make,
+    /// written a chunk at a time as it is made (the blocks, a memory map say, are never copied
+    /// whole).
+    pub(super) async fn upload_q8_from_q8_0(
+        gpu: &Gpu,
+        view: &Q8FromQ8_0<'_>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GpuTensor> {
+        let desc = view.desc();
+        let geometry = desc.geometry()?;
+        Self::upload_from(gpu, desc, geometry, Source::Made(view), progress).await
     }
 
     /// Uploads matrices of one format, layout and K as one tensor of their rows in order (a
@@ -85,20 +102,20 @@ impl GpuTensor {
                 geometry.bytes()
             )));
         }
-        Self::upload_parts(gpu, desc, geometry, &payloads, progress).await
+        Self::upload_from(gpu, desc, geometry, Source::Parts(&payloads), progress).await
     }
 
-    /// Uploads the payload that is `parts` back to back.
-    async fn upload_parts(
+    /// Uploads the payload `source` holds or makes.
+    async fn upload_from(
         gpu: &Gpu,
         desc: TensorDesc,
         geometry: PayloadGeometry,
-        parts: &[&[u8]],
+        source: Source<'_, '_>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
         // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
-        let payload_bytes: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let payload_bytes = source.len();
         let placement = place(&geometry, payload_bytes, &gpu.plan_limits())?;
         let total: u64 = placement.segments.iter().map(|r| r.end - r.start).sum();
         let needed: u64 = (0..placement.segments.len()).map(|i| placement.buffer_len(i)).sum();
@@ -138,6 +155,26 @@ impl GpuTensor {
                 gpu.drive()?;
                 progress(*done, total);
                 Ok(())
+            };
+            let parts = match source {
+                Source::Parts(parts) => parts,
+                Source::Made(view) => {
+                    // Made in chunks of whole words; a segment's odd tail goes through the
+                    // carry below, as a part's would.
+                    let mut piece = vec![0u8; UPLOAD_CHUNK.min((range.end - range.start) as usize)];
+                    let mut from = range.start;
+                    while from < range.end {
+                        let len = (range.end - from).min(UPLOAD_CHUNK as u64) as usize;
+                        view.fill(from as usize, &mut piece[..len]);
+                        let whole = len / 4 * 4;
+                        if whole > 0 {
+                            write(&piece[..whole], &mut at, &mut done)?;
+                        }
+                        carry.extend_from_slice(&piece[whole..len]);
+                        from += len as u64;
+                    }
+                    &[]
+                }
             };
             for mut bytes in segment_pieces(parts, range.start, range.end) {
                 if !carry.is_empty() {
@@ -191,6 +228,24 @@ impl GpuTensor {
     /// The stored payload's length (buffers may add up to 3 bytes each).
     pub fn payload_bytes(&self) -> u64 {
         self.payload_bytes
+    }
+}
+
+/// Where an upload's payload comes from.
+#[derive(Clone, Copy)]
+enum Source<'s, 'p> {
+    /// Slices back to back, written from where they lie.
+    Parts(&'s [&'p [u8]]),
+    /// Made a chunk at a time.
+    Made(&'s Q8FromQ8_0<'p>),
+}
+
+impl Source<'_, '_> {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Parts(parts) => parts.iter().map(|p| p.len() as u64).sum(),
+            Source::Made(view) => view.len() as u64,
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 use super::config::Gemma3Config;
 use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, HEAD_MAX, LLM_WG};
 use super::reference::exact_values;
+use super::upload::{bind_stacked, upload_table};
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{capability, BoundOp, DeviceSlice, Gpu, GpuTensor, Op, Profile, Variant};
@@ -205,42 +206,6 @@ fn rope_table(c: &Gemma3Config, context: usize) -> Vec<f32> {
     t
 }
 
-/// Binds the products of `names`, which read `x` and write consecutive rows of one output
-/// column of `y` = (buffer, the words between its columns): each run of names in one format is
-/// uploaded as one stacked tensor and bound as one product, so a block's q, k and v of one
-/// format are one dispatch (docs/llm.md#the-gpu-forward).
-async fn bind_stacked(
-    gpu: &Gpu,
-    file: &GgufFile,
-    names: &[String],
-    profile: Profile,
-    x: DeviceSlice<'_, f32>,
-    (y, stride): (&wgpu::Buffer, u64),
-    batch: u32,
-) -> Result<(Vec<BoundOp>, Vec<GpuTensor>)> {
-    let tensors = names.iter().map(|n| file.tensor(n)).collect::<Result<Vec<_>>>()?;
-    let valid = tensors.iter().map(|t| t.validate()).collect::<Result<Vec<_>>>()?;
-    let (mut ops, mut uploaded) = (Vec::new(), Vec::new());
-    let (mut i, mut row) = (0, 0u64);
-    while i < valid.len() {
-        let format = valid[i].desc().format;
-        let run = valid[i..].iter().take_while(|v| v.desc().format == format).count();
-        let parts: Vec<_> = valid[i..i + run].iter().collect();
-        let tensor = match parts[..] {
-            [one] => gpu.upload(one).await?,
-            _ => gpu.upload_stacked(&parts).await?,
-        };
-        let rows = tensor.desc().shape[0] as u64;
-        ops.push(
-            gpu.bind_matmul(&tensor, profile, x, DeviceSlice::new(y, row, rows).with_stride(stride), batch).await?,
-        );
-        uploaded.push(tensor);
-        row += rows;
-        i += run;
-    }
-    Ok((ops, uploaded))
-}
-
 impl GpuForward<'static> {
     /// [`GpuForward::load`] on a shared device, which the forward keeps alive.
     pub async fn load_shared(
@@ -327,7 +292,8 @@ impl<'g> GpuForward<'g> {
             let t = file.tensor(&name)?;
             gpu.upload(&t.validate()?).await
         };
-        let embd = upload("token_embd.weight".into()).await?;
+        let profile = options.profile;
+        let embd = upload_table(gpu, file, "token_embd.weight", profile).await?;
         let gather =
             gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;
         let eps = c.rms_epsilon.to_bits();
@@ -343,7 +309,6 @@ impl<'g> GpuForward<'g> {
             .await?;
         buffers.push(attn_norm0);
 
-        let profile = options.profile;
         let hx = DeviceSlice::new(&hn, 0, w);
         let mut blocks = Vec::with_capacity(c.blocks);
         let mut next_norm: Option<wgpu::Buffer> = None;
@@ -445,7 +410,7 @@ impl<'g> GpuForward<'g> {
         }
         buffers.extend(next_norm);
         let head_tensor = match file.info("output.weight") {
-            Some(_) => upload("output.weight".into()).await?,
+            Some(_) => upload_table(gpu, file, "output.weight", profile).await?,
             None => embd,
         };
         // One column's logits: what generation needs; every column's are bound on first use.

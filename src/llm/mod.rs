@@ -12,6 +12,7 @@ pub mod sample;
 #[cfg(test)]
 mod testing;
 pub mod tokenizer;
+mod upload;
 
 pub use config::Gemma3Config;
 pub use forward::{ForwardOptions, GpuForward, Keep};

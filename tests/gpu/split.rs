@@ -137,3 +137,40 @@ fn tensors_over_8_mib_in_split_buffers_and_windows_meet_the_oracle() {
         }
     }
 }
+
+/// GGUF q8_0 blocks uploaded as q8_g32_fp16 a piece at a time (`Gpu::upload_q8_from_q8_0`, how a
+/// model's Q8_0 token table reaches the device), in one buffer and split over 1 MiB buffers:
+/// both dequantize to the oracle's q8_0 weights bit for bit, and gather the oracle's rows.
+#[test]
+fn q8_0_uploaded_as_q8_g32_dequantizes_to_the_q8_0_weights() {
+    use ninfer_wgpu::encode::import::Q8FromQ8_0;
+    use ninfer_wgpu::oracle::{dequant, Dequantized};
+    use ninfer_wgpu::{Layout, TensorDesc};
+    let Some(full) = first_gpu(GpuOptions::default()) else { return };
+    let limits = GpuOptions { max_buffer_size: Some(1 << 20), max_binding: Some(256 << 10), ..Default::default() };
+    let Some(split) = first_gpu(limits) else { return };
+    let seed = testgen::test_seed("q8_0 as q8_g32").expect("seed");
+    let mut rng = Rng::new(seed);
+    let (n, k) = (2048, 640);
+    let mut blocks = Vec::with_capacity(n * k / 32 * 34);
+    for _ in 0..n * k / 32 {
+        // Finite scales of either sign (never -0), codes in [-127, 127]: what q8_g32_fp16 holds.
+        let d = (rng.below(0x7800) as u16 + 0x0400) | if rng.below(2) == 0 { 0 } else { 0x8000 };
+        blocks.extend(d.to_le_bytes());
+        blocks.extend((0..32).map(|_| rng.range(-127, 127) as i8 as u8));
+    }
+    let t = EncodedTensor::new(TensorDesc::new(Format::GgufQ8_0, Layout::GgufBlocksV1, &[n, k]), blocks).unwrap();
+    let Dequantized::F32(exact) = dequant(&t).unwrap() else { panic!("q8_0 dequantizes to f32") };
+    let view = Q8FromQ8_0::new(n, k, t.payload()).unwrap();
+    for (gpu, buffers) in [(&full, 1), (&split, 2)] {
+        let up = block_on(gpu.upload_q8_from_q8_0(&view)).unwrap();
+        assert_eq!(up.desc().format, Format::Q8G32Fp16);
+        assert!(up.placement().segments.len() >= buffers, "{} buffers", up.placement().segments.len());
+        let words = block_on(gpu.dequant(&up)).unwrap();
+        assert!(words == bits(&exact), "{} buffers: the weights differ (seed {seed})", up.placement().segments.len());
+        let rows = conformance::gather_rows(n, &mut rng);
+        let gathered = block_on(gpu.gather(&up, &rows)).unwrap();
+        let expected: Vec<f32> = rows.iter().flat_map(|&r| exact[r as usize * k..][..k].to_vec()).collect();
+        assert!(gathered == bits(&expected), "gathered rows differ (seed {seed})");
+    }
+}
