@@ -9,7 +9,8 @@ package. Usage: tools/make-model-seed.py [OUT]
 
 `--gqa` writes fuzz/seeds/model/tiny-gemma3-gqa.gguf instead: ten query heads over two key heads
 of length 8, so a KV head serves a group of five (the attention kernel takes a group four query
-heads at a time: a full four and a remainder of one).
+heads at a time: a full four and a remainder of one), and two blocks, the first local and the
+second global, over 600 positions (the kernel's softmax runs in chunks of 512).
 Usage: tools/make-model-seed.py --gqa [OUT]
 """
 import os
@@ -25,7 +26,7 @@ args = [a for a in args if a != "--gqa"]
 name = "tiny-gemma3-gqa.gguf" if gqa else "tiny-gemma3.gguf"
 out = args[0] if args else os.path.join(root, "fuzz/seeds/model", name)
 w = GGUFWriter(out, "gemma3")
-blocks, width, ff, heads, kv, head = (1, 8, 16, 10, 2, 8) if gqa else (1, 8, 16, 2, 1, 4)
+blocks, width, ff, heads, kv, head = (2, 8, 16, 10, 2, 8) if gqa else (1, 8, 16, 2, 1, 4)
 w.add_block_count(blocks)
 w.add_embedding_length(width)
 w.add_feed_forward_length(ff)
@@ -33,10 +34,12 @@ w.add_head_count(heads)
 w.add_head_count_kv(kv)
 w.add_key_length(head)
 w.add_value_length(head)
-w.add_context_length(32)
+w.add_context_length(600 if gqa else 32)
 w.add_layer_norm_rms_eps(1e-6)
 w.add_rope_freq_base(1e6)
 w.add_sliding_window(8)
+if gqa:
+    w.add_array("gemma3.attention.sliding_window_pattern", [True, False])
 
 tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
 types = [TokenType.CONTROL, TokenType.CONTROL, TokenType.CONTROL, TokenType.UNKNOWN, TokenType.USER_DEFINED,

@@ -4,9 +4,10 @@
 // keys and values, as the lanes of a vec4 — and one of ATTENTION_SPLITS shares of the value
 // dimensions: each key and value is loaded once for four heads, and a decode step still has a
 // workgroup per share to spread over the adapter's cores (docs/llm.md#attention). The softmax runs
-// online over chunks of LLM_WG positions — each invocation scores one position of a chunk for
-// the four heads, then every invocation rescales and accumulates its own value dimensions — so
-// any context length takes the same workgroup memory.
+// online over chunks of CHUNK positions — each invocation scores POSITIONS consecutive positions
+// of a chunk for the four heads (each query element it loads serves them all), then the
+// invocations that own value dimensions, four each, rescale and accumulate them — so any context
+// length takes the same workgroup memory.
 
 struct Attention {
     heads: u32,
@@ -17,24 +18,28 @@ struct Attention {
     window: u32,
 }
 
+// Positions an invocation scores per chunk, and the chunk.
+const POSITIONS: u32 = 4u;
+const CHUNK: u32 = LLM_WG * POSITIONS;
 // HEAD_MAX, the longest key or value head (the host refuses longer ones), and ATTENTION_SPLITS
-// are src/llm/kernels.rs's; gemma3's heads are 128 or 256.
-const VALUES_PER_LANE: u32 = (HEAD_MAX + ATTENTION_SPLITS * LLM_WG - 1u) / (ATTENTION_SPLITS * LLM_WG);
+// are src/llm/kernels.rs's; gemma3's heads are 128 or 256. An invocation holds four value
+// dimensions (a vec4 of the cache) of its workgroup's share, for the four heads.
+const VALUE_QUADS_PER_LANE: u32 = (HEAD_MAX / 4u + ATTENTION_SPLITS * LLM_WG - 1u) / (ATTENTION_SPLITS * LLM_WG);
 // Below any score of normed queries and keys; exp of it minus a score is 0.
 const MASKED: f32 = -1e30;
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<uniform> at: Attention;
 @group(0) @binding(2) var<storage, read> q: array<f32>;
-// Keys as vec4: the host refuses a key length that is not a multiple of 4.
+// Keys and values as vec4s: the host refuses lengths that are not a multiple of 4.
 @group(0) @binding(3) var<storage, read> k_cache: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(4) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 // Dimension i of the four query heads (zero for heads past the group's end).
 var<workgroup> query: array<vec4<f32>, HEAD_MAX>;
 // The chunk's softmax weights, one vec4 of heads per position.
-var<workgroup> weight: array<vec4<f32>, LLM_WG>;
+var<workgroup> weight: array<vec4<f32>, CHUNK>;
 var<workgroup> partial4: array<vec4<f32>, LLM_WG>;
 
 // The lane-wise largest of every invocation's `value`, seen by all of them.
@@ -77,15 +82,16 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let count = min(4u, kv * group + group - head0);
     let j = wg.y;
     let pos = step.pos0 + j;
-    let kl = at.key_length;
-    let vl = at.value_length;
-    let share = (vl + ATTENTION_SPLITS - 1u) / ATTENTION_SPLITS;
-    let d0 = wg.z * share;
-    let d1 = min(vl, d0 + share);
-    for (var i = lane; i < kl; i += LLM_WG) {
+    let kq = at.key_length / 4u;
+    let vq = at.value_length / 4u;
+    // This workgroup's value quads: [v0, v1).
+    let share = (vq + ATTENTION_SPLITS - 1u) / ATTENTION_SPLITS;
+    let v0 = wg.z * share;
+    let v1 = min(vq, v0 + share);
+    for (var i = lane; i < at.key_length; i += LLM_WG) {
         var v = vec4<f32>(0.0);
         for (var h = 0u; h < count; h++) {
-            v[h] = q[(j * at.heads + head0 + h) * kl + i];
+            v[h] = q[(j * at.heads + head0 + h) * at.key_length + i];
         }
         query[i] = v;
     }
@@ -96,49 +102,84 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     }
     var m = vec4<f32>(MASKED);
     var total = vec4<f32>(0.0);
-    var acc: array<vec4<f32>, VALUES_PER_LANE>;
-    for (var s0 = first; s0 <= pos; s0 += LLM_WG) {
-        let s = s0 + lane;
-        var score = vec4<f32>(MASKED);
+    // acc[4 v + c]: value dimension 4 (v0 + lane + v LLM_WG) + c of the four heads.
+    var acc: array<vec4<f32>, 4u * VALUE_QUADS_PER_LANE>;
+    for (var s0 = first; s0 <= pos; s0 += CHUNK) {
+        let s = s0 + lane * POSITIONS;
+        // Positions past `pos` read `pos`'s key (any cached row would do) and are masked after.
+        var rows: array<u32, POSITIONS>;
+        var score: array<vec4<f32>, POSITIONS>;
+        for (var p = 0u; p < POSITIONS; p++) {
+            rows[p] = (min(s + p, pos) * at.kv_heads + kv) * kq;
+        }
         if s <= pos {
-            let key = (s * at.kv_heads + kv) * (kl / 4u);
-            score = vec4<f32>(0.0);
-            for (var i = 0u; i < kl / 4u; i++) {
-                let k = k_cache[key + i];
-                score += query[4u * i] * k.x + query[4u * i + 1u] * k.y + query[4u * i + 2u] * k.z
-                    + query[4u * i + 3u] * k.w;
+            for (var i = 0u; i < kq; i++) {
+                let q0 = query[4u * i];
+                let q1 = query[4u * i + 1u];
+                let q2 = query[4u * i + 2u];
+                let q3 = query[4u * i + 3u];
+                for (var p = 0u; p < POSITIONS; p++) {
+                    let k = k_cache[rows[p] + i];
+                    score[p] += q0 * k.x + q1 * k.y + q2 * k.z + q3 * k.w;
+                }
             }
         }
-        let next_m = max(m, heads_max(lane, score));
-        var e = vec4<f32>(0.0);
-        if s <= pos {
-            e = exp(score - next_m);
+        var top = vec4<f32>(MASKED);
+        for (var p = 0u; p < POSITIONS; p++) {
+            if s + p > pos {
+                score[p] = vec4<f32>(MASKED);
+            }
+            top = max(top, score[p]);
         }
-        weight[lane] = e;
+        let next_m = max(m, heads_max(lane, top));
+        var sum = vec4<f32>(0.0);
+        for (var p = 0u; p < POSITIONS; p++) {
+            var e = vec4<f32>(0.0);
+            if s + p <= pos {
+                e = exp(score[p] - next_m);
+            }
+            weight[lane * POSITIONS + p] = e;
+            sum += e;
+        }
         // Its barriers also publish `weight`.
-        let chunk_sum = heads_sum(lane, e);
+        let chunk_sum = heads_sum(lane, sum);
         let factor = exp(m - next_m);
         total = total * factor + chunk_sum;
-        let n = min(LLM_WG, pos + 1u - s0);
-        for (var v = 0u; v < VALUES_PER_LANE; v++) {
-            let d = d0 + lane + v * LLM_WG;
-            if d < d1 {
-                var sum = acc[v] * factor;
+        let n = min(CHUNK, pos + 1u - s0);
+        for (var v = 0u; v < VALUE_QUADS_PER_LANE; v++) {
+            let d = v0 + lane + v * LLM_WG;
+            if d < v1 {
+                var a0 = acc[4u * v] * factor;
+                var a1 = acc[4u * v + 1u] * factor;
+                var a2 = acc[4u * v + 2u] * factor;
+                var a3 = acc[4u * v + 3u] * factor;
                 for (var t = 0u; t < n; t++) {
-                    sum += weight[t] * v_cache[((s0 + t) * at.kv_heads + kv) * vl + d];
+                    let w = weight[t];
+                    let x = v_cache[((s0 + t) * at.kv_heads + kv) * vq + d];
+                    a0 += w * x.x;
+                    a1 += w * x.y;
+                    a2 += w * x.z;
+                    a3 += w * x.w;
                 }
-                acc[v] = sum;
+                acc[4u * v] = a0;
+                acc[4u * v + 1u] = a1;
+                acc[4u * v + 2u] = a2;
+                acc[4u * v + 3u] = a3;
             }
         }
         m = next_m;
         // Every invocation has read this chunk's weights before the next chunk writes them.
         workgroupBarrier();
     }
-    for (var v = 0u; v < VALUES_PER_LANE; v++) {
-        let d = d0 + lane + v * LLM_WG;
-        if d < d1 {
+    for (var v = 0u; v < VALUE_QUADS_PER_LANE; v++) {
+        let d = v0 + lane + v * LLM_WG;
+        if d < v1 {
             for (var h = 0u; h < count; h++) {
-                out[(j * at.heads + head0 + h) * vl + d] = acc[v][h] / total[h];
+                let o = (j * at.heads + head0 + h) * at.value_length + 4u * d;
+                out[o] = acc[4u * v][h] / total[h];
+                out[o + 1u] = acc[4u * v + 1u][h] / total[h];
+                out[o + 2u] = acc[4u * v + 2u][h] / total[h];
+                out[o + 3u] = acc[4u * v + 3u][h] / total[h];
             }
         }
     }

@@ -159,10 +159,11 @@ fn check_supported(file: &GgufFile, config: &Gemma3Config, options: &ForwardOpti
     if c.final_logit_softcap.is_some() {
         return Err(Error::Unsupported("final logit soft-capping is not in the GPU forward yet".into()));
     }
-    if c.key_length > HEAD_MAX || c.value_length > HEAD_MAX || !c.key_length.is_multiple_of(4) {
+    let (kl, vl) = (c.key_length, c.value_length);
+    if kl > HEAD_MAX || vl > HEAD_MAX || !kl.is_multiple_of(4) || !vl.is_multiple_of(4) {
         return Err(Error::Unsupported(format!(
-            "heads of key length {} and value length {}: the attention kernel takes key lengths that are \
-             multiples of 4, and lengths up to {HEAD_MAX}",
+            "heads of key length {} and value length {}: the attention kernel takes multiples of 4 up to \
+             {HEAD_MAX}",
             c.key_length, c.value_length
         )));
     }
