@@ -25,7 +25,8 @@ pub enum ModelKernel {
 /// Every model kernel's workgroup size (`LLM_WG` in the WGSL, written from here).
 pub const LLM_WG: u32 = 128;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
-/// from here); a multiple of `LLM_WG`, each invocation holding `HEAD_MAX / LLM_WG` values.
+/// from here): its workgroup keeps a query of this many vec4s (four heads), and each invocation
+/// at most `HEAD_MAX / (4 · ATTENTION_SPLITS · LLM_WG)` vec4s of values, rounded up.
 pub const HEAD_MAX: usize = 256;
 /// The shares of the value dimensions the attention kernel splits a head group's work into, one
 /// workgroup each (`ATTENTION_SPLITS` in the WGSL, written from here): with one KV head, as
