@@ -163,9 +163,28 @@ fn levels_q4_0(base: u32, j: u32, in_row: u32) -> Chunk {
 }
 
 // q5_0: d, 32 high bits (u32 at byte 2), 16 bytes of nibbles; q = (nibble | high << 4) - 16.
+// A 22-byte block starts on a word or 2 bytes past one, and either way lies in the 6 aligned
+// words from base's: the high bits and the nibbles are read from those 6 loads, where the high
+// bits' funnel and block_words4 took 7 (docs/performance-history.md, gemma-3-270m's token step,
+// item 15).
 fn levels_q5_0(base: u32, j: u32, in_row: u32) -> Chunk {
-    let n = legacy_nibbles(base + 6u);
-    let qh = vec4<u32>(block_u32_at(base + 2u));
+    let w = base >> 2u;
+    let off = (base & 2u) != 0u;
+    // x[k]: the block's bytes 4k - 2 .. 4k + 2 (k = 1: the high bits; 2..5: the nibbles).
+    var x: array<u32, 6>;
+    var lo = plane0[w];
+    for (var k = 1u; k < 6u; k++) {
+        let hi = plane0[w + k];
+        x[k] = select((lo >> 16u) | (hi << 16u), hi, off);
+        lo = hi;
+    }
+    let qh = vec4<u32>(x[1]);
+    var n: array<vec4<u32>, 8>;
+    for (var t = 0u; t < 4u; t++) {
+        let v = vec4<u32>(x[t + 2u]);
+        n[t] = (v >> BYTE_SHIFTS) & vec4<u32>(15u);
+        n[t + 4u] = (v >> (BYTE_SHIFTS + vec4<u32>(4u))) & vec4<u32>(15u);
+    }
     var q: Chunk;
     for (var i = 0u; i < 8u; i++) {
         let lane = vec4<u32>(4u * i) + vec4<u32>(0u, 1u, 2u, 3u);
