@@ -338,15 +338,18 @@ fn q8_from_q8_0_pieces_are_the_whole_imports_bytes() {
         let expected = whole.tensor.payload();
         assert_eq!(view.len(), expected.len());
         let mut all = vec![0xAA; view.len()];
-        view.fill(0, &mut all);
+        view.fill(0, &mut all).unwrap();
         assert!(all == expected, "[{n}, {k}]: the whole payload differs (seed {seed})");
         for _ in 0..300 {
             let start = rng.below(expected.len() as u64) as usize;
             let len = rng.below((expected.len() - start) as u64 + 1) as usize;
             let mut piece = vec![0xAA; len];
-            view.fill(start, &mut piece);
+            view.fill(start, &mut piece).unwrap();
             assert!(piece == expected[start..start + len], "[{n}, {k}] bytes {start}+{len} (seed {seed})");
         }
+        // A range past the payload is refused, not read past the blocks.
+        assert!(view.fill(expected.len() - 1, &mut [0; 2]).is_err());
+        assert!(view.fill(usize::MAX, &mut [0; 1]).is_err());
     }
     // A code of -128 in the last row, past the first rows checked at a time, and a short payload.
     let (n, k) = (4097, 32);

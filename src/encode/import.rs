@@ -147,11 +147,18 @@ impl<'a> Q8FromQ8_0<'a> {
         self.geometry.bytes == 0
     }
 
-    /// Writes payload bytes `offset..offset + out.len()` (within [`Q8FromQ8_0::len`]) into
-    /// `out`: codes from the blocks' code bytes, scales from their `d`, zeros for padding groups
-    /// and between the planes.
-    pub fn fill(&self, offset: usize, out: &mut [u8]) {
+    /// Writes payload bytes `offset..offset + out.len()` into `out`: codes from the blocks' code
+    /// bytes, scales from their `d`, zeros for padding groups and between the planes. A range
+    /// past [`Q8FromQ8_0::len`] is refused.
+    pub fn fill(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         let g = &self.geometry;
+        if offset.checked_add(out.len()).is_none_or(|end| end > g.bytes) {
+            return Err(Error::Unsupported(format!(
+                "bytes {offset}..+{} of a {}-byte q8_g32_fp16 payload",
+                out.len(),
+                g.bytes
+            )));
+        }
         let group = g.spec.base_bytes;
         // The block of record `rec` (row-major over physical groups), if it is a logical one.
         let block = |rec: usize| {
@@ -177,5 +184,6 @@ impl<'a> Q8FromQ8_0<'a> {
             }
             at += len;
         }
+        Ok(())
     }
 }

@@ -165,7 +165,7 @@ impl GpuTensor {
                     let mut from = range.start;
                     while from < range.end {
                         let len = (range.end - from).min(UPLOAD_CHUNK as u64) as usize;
-                        view.fill(from as usize, &mut piece[..len]);
+                        view.fill(from as usize, &mut piece[..len])?;
                         let whole = len / 4 * 4;
                         if whole > 0 {
                             write(&piece[..whole], &mut at, &mut done)?;
