@@ -105,3 +105,21 @@ fn a_weight_of_the_wrong_type_is_refused_by_name() {
     let err = block_on(GpuForward::load(&gpu, &file, &config, &Default::default())).err().unwrap().to_string();
     assert!(err.contains("tensor `blk.0.attn_q.weight`"), "{err}");
 }
+
+/// Heads the attention kernel cannot hold — a key or value length that is not a multiple of 4
+/// (it reads them as vec4s), or one over 256 — are refused with their lengths before any upload.
+#[test]
+fn heads_the_attention_kernel_cannot_hold_are_refused() {
+    let file = GgufFile::from_bytes(std::fs::read(SEED).unwrap()).unwrap();
+    let Some(selector) = selectors().into_iter().next() else { return };
+    let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
+    for (key, value) in [(6, 4), (4, 6), (260, 4)] {
+        let mut config = Gemma3Config::from_gguf(&file).unwrap();
+        (config.key_length, config.value_length) = (key, value);
+        let err = block_on(GpuForward::load(&gpu, &file, &config, &Default::default())).err().unwrap().to_string();
+        assert!(
+            err.contains(&format!("key length {key} and value length {value}")) && err.contains("multiples of 4"),
+            "{err}"
+        );
+    }
+}
