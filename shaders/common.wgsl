@@ -32,6 +32,19 @@ fn plane0_words4(w: u32) -> vec4<u32> {
     return vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
 }
 
+// The byte offset, from the pass's first row of its plane, of record `rec` (`rec_bytes` long:
+// a GGUF block, a chunk's codes, a group's scale) of pass-local row `row`, rows `stride` bytes
+// apart. The first P.tiled_rows rows of a pass lie in row tiles (src/gpu/plan/tiles.rs): a tile
+// holds ROW_TILE rows in the bytes they take row by row, record-major, so the rows a subgroup
+// decodes together at one chunk are side by side in memory instead of a row apart. Rows past
+// them (and every row where P.tiled_rows is 0) lie row by row. A select, not a branch: only the
+// last tile's invocations can differ.
+fn record_at(row: u32, rec: u32, rec_bytes: u32, stride: u32) -> u32 {
+    let r = row % ROW_TILE;
+    let tiled = (row - r) * stride + (rec * ROW_TILE + r) * rec_bytes;
+    return select(row * stride + rec * rec_bytes, tiled, row < P.tiled_rows);
+}
+
 // Little-endian u32 at any byte offset. Only bytes inside the payload are ever used; a read of
 // the following word for an unaligned offset stays inside the 4-byte-padded buffer or is
 // clamped by the runtime's bounds checks and then shifted out.

@@ -93,6 +93,8 @@ pub struct BenchRow {
     /// Products: the kernel the run took (`j1`, `j8` in groups of 8 columns, `tiled`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<&'static str>,
+    /// Whether the payload was uploaded in row tiles (`--row-tiles`; src/gpu/plan/tiles.rs).
+    pub row_tiles: bool,
 }
 
 /// The largest tensor a bench generates: random words are made on the host before upload, so
@@ -146,6 +148,7 @@ pub fn bench_case(
     let tensor = EncodedTensor::encode(&words, layout)?;
     let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
     let bytes = uploaded.payload_bytes();
+    let row_tiles = uploaded.placement().tiles.is_some();
     let (t, passes, kernel) = match op {
         Op::Matmul | Op::MatmulA8 => {
             let stride = k.div_ceil(4) * 4;
@@ -189,6 +192,7 @@ pub fn bench_case(
         copy_ratio: gbs / copy_gbs,
         passes,
         kernel,
+        row_tiles,
     })
 }
 

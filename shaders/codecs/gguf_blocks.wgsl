@@ -1,6 +1,7 @@
 // gguf_blocks_v1: ggml's blocks kept byte for byte — the legacy 32/64-value blocks (q8_0, q4_0,
-// q5_0, iq4_nl, q2_0), the 256-value k-quants (q2_K..q6_K) and i-quants (iq1_s..iq4_xs). Row
-// `row` starts at plane0 byte off0 + row*stride0; blocks are BLOCK_BYTES long and not 4-byte
+// q5_0, iq4_nl, q2_0), the 256-value k-quants (q2_K..q6_K) and i-quants (iq1_s..iq4_xs). Block
+// b of row `row` is at plane0 byte off0 + record_at(row, b, ...) (row by row or in row tiles,
+// shaders/common.wgsl); blocks are BLOCK_BYTES long and not 4-byte
 // aligned in general (q4_0 is 18 bytes, q6_K 210), so every read goes through the unaligned
 // loaders. A 32-value chunk lies inside one block (K is a multiple of the block, so every chunk
 // is whole); in a 256-value block it is sub-block c % 8.
@@ -85,7 +86,7 @@ fn f16_at(b: u32) -> f32 {
 
 // The block holding chunk c of a row.
 fn block_base(row: u32, c: u32) -> u32 {
-    return P.off0 + row * P.stride0 + (c * 32u / BLOCK_VALUES) * BLOCK_BYTES;
+    return P.off0 + record_at(row, c * 32u / BLOCK_VALUES, BLOCK_BYTES, P.stride0);
 }
 
 // Byte offsets of the four bytes of a u32, as shifts.

@@ -24,7 +24,7 @@ fn signed_bytes(u: vec4<u32>) -> vec4<u32> {
 // The 32 stored codes of chunk c of `row` (values 0..15, then 16..31), four per word; the base
 // words are one vec4 load where the window allows (plane0_words4), shared by both halves.
 fn stored_codes(row: u32, c: u32) -> Codes {
-    let base = (P.off0 + row * P.stride0) / 4u + c * BASE_BITS;
+    let base = (P.off0 + record_at(row, c, 4u * BASE_BITS, P.stride0)) / 4u;
     let bytes = vec4<u32>(0u, 8u, 16u, 24u);
     if PACK_CRUMBS {
         // A word per half of sixteen 2-bit codes: two u32 loads, which count fewer instructions
@@ -44,7 +44,7 @@ fn stored_codes(row: u32, c: u32) -> Codes {
     let w = plane0_words4(base);
     var lo = nibbles_to_bytes(vec4<u32>(w.x, w.x >> 16u, w.y, w.y >> 16u));
     var hi = nibbles_to_bytes(vec4<u32>(w.z, w.z >> 16u, w.w, w.w >> 16u));
-    let hbase = (P.off1 + row * P.stride1) / 4u + c * HIGH_BITS;
+    let hbase = (P.off1 + record_at(row, c, 4u * HIGH_BITS, P.stride1)) / 4u;
     if HIGH_BITS == 1u {
         let h = plane1[hbase];
         lo |= bits_to_bytes(vec4<u32>(h) >> vec4<u32>(0u, 4u, 8u, 12u)) << vec4<u32>(4u);

@@ -5,6 +5,7 @@
 //! until someone decides what it may do.
 
 use super::kernels::{self, Columns, KernelKey, Op, Variant};
+use super::plan::Arrangement;
 use super::platform::Platform;
 use crate::error::{Error, Result};
 use crate::format::{Category, Format};
@@ -207,6 +208,18 @@ pub fn tiled_from(format: Format, op: Op, variant: Variant, platform: &Platform)
         (Op::Matmul | Op::MatmulA8, Variant::Subgroup) => Some(TILED_FROM_SUBGROUP),
         (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot) => Some(TILED_FROM_WORKGROUP),
         (Op::Dequant | Op::Gather, _) => None,
+    }
+}
+
+/// How an upload of `format` arranges its rows on this platform: in row tiles where its
+/// one-column product takes whole rows per invocation (the one-column path of the tiled kernel,
+/// on CPU drivers), whose SIMD programs then read each chunk's records side by side
+/// (src/gpu/plan/tiles.rs); as stored elsewhere, where a row's lanes read along the row.
+pub fn arrangement(format: Format, platform: &Platform) -> Arrangement {
+    let variant = best_variant(format, Op::Matmul, platform);
+    match tiled_from(format, Op::Matmul, variant, platform) {
+        Some(1) => Arrangement::RowTiles,
+        Some(_) | None => Arrangement::RowByRow,
     }
 }
 

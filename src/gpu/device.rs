@@ -2,6 +2,7 @@
 //! the adapter's own limits (lowered on request), or taking an engine's device as it is; then the
 //! host's setup and the platform probes.
 
+use super::plan::Arrangement;
 use super::platform::Platform;
 use super::{dispatch, kernels, Gpu};
 use crate::error::{Error, Result};
@@ -31,6 +32,10 @@ pub struct GpuOptions {
     /// path a window that does not start and end on a vec4 takes, here everywhere (tests
     /// compare the two).
     pub word_loads_only: bool,
+    /// How uploads arrange a payload's rows (row tiles or as stored); `None`: the adapter's own
+    /// choice, row tiles where a format's one-column product takes whole rows per invocation
+    /// (`capability::arrangement`). Tests and benchmarks set it to compare the two.
+    pub arrangement: Option<Arrangement>,
 }
 
 /// One adapter as found by enumeration, before a device is opened.
@@ -299,6 +304,7 @@ impl Gpu {
             lost,
             max_memory: options.max_memory,
             word_loads_only: options.word_loads_only,
+            arrangement: options.arrangement,
         };
         gpu.platform.probes = dispatch::run_probes(&gpu).await?;
         Ok(gpu)

@@ -31,7 +31,7 @@ pub use tensor::{GpuTensor, UPLOAD_CHUNK};
 
 use crate::error::{Error, Result};
 use kernels::KernelKey;
-use plan::{PlanLimits, Request};
+use plan::{Arrangement, PlanLimits, Request};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,6 +65,7 @@ pub struct Gpu {
     spare_status: wgpu::Buffer,
     max_memory: Option<u64>,
     word_loads_only: bool,
+    arrangement: Option<Arrangement>,
 }
 
 impl Gpu {
@@ -295,6 +296,12 @@ impl Gpu {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
         GpuTensor::upload(self, tensor, progress).await
+    }
+
+    /// How an upload of `format` arranges its rows here: as the options ask, else the adapter's
+    /// choice ([`capability::arrangement`]).
+    pub fn arrangement(&self, format: crate::Format) -> Arrangement {
+        self.arrangement.unwrap_or_else(|| capability::arrangement(format, &self.platform))
     }
 
     /// The limits pass planning respects on this device.

@@ -22,6 +22,8 @@ macro_rules! params {
                 s.push('\n');
             )+
             s.push_str("}\n");
+            // The row tile `tiled_rows` counts in (src/gpu/plan/tiles.rs).
+            s.push_str(&format!("const ROW_TILE: u32 = {}u;\n", crate::gpu::kernels::ROW_TILE));
             s
         }
 
@@ -74,6 +76,9 @@ params! {
     span,
     /// gather: N, the table's rows (an id at or past it is out of range)
     total_rows,
+    /// rows of this pass's window (from its first) stored in row tiles, records of ROW_TILE
+    /// rows side by side (src/gpu/plan/tiles.rs); 0 where the payload is row by row
+    tiled_rows,
 }
 
 #[cfg(test)]

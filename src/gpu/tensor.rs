@@ -1,9 +1,11 @@
-//! `GpuTensor`: a payload uploaded exactly as stored — no repacking, requantizing or host-side
+//! `GpuTensor`: a payload uploaded with its stored bytes — no requantizing or host-side
 //! decoding — in one device buffer, or in several byte ranges of it when it is larger than one
 //! buffer (`plan::place`). At most three zero bytes are appended to each, to reach the 4-byte
-//! copy granularity. The one payload made on the way is an exact import
-//! ([`GpuTensor::upload_q8_from_q8_0`]: GGUF q8_0 blocks as q8_g32_fp16, byte copies of the
-//! same codes and scales), made a piece at a time.
+//! copy granularity. Where the device wants row tiles (`plan::tiles`), the bytes of each run of
+//! 32 rows are reordered record by record inside the range those rows take; elsewhere they are
+//! written as stored, straight from where they lie. The one payload made on the way is an exact
+//! import ([`GpuTensor::upload_q8_from_q8_0`]: GGUF q8_0 blocks as q8_g32_fp16, byte copies of
+//! the same codes and scales), made a piece at a time.
 
 use super::kernels::{Op, Variant};
 use super::plan::{place, Placement};
@@ -116,7 +118,7 @@ impl GpuTensor {
         // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
         let payload_bytes = source.len();
-        let placement = place(&geometry, payload_bytes, &gpu.plan_limits())?;
+        let placement = place(&geometry, payload_bytes, &gpu.plan_limits(), gpu.arrangement(desc.format))?;
         let total: u64 = placement.segments.iter().map(|r| r.end - r.start).sum();
         let needed: u64 = (0..placement.segments.len()).map(|i| placement.buffer_len(i)).sum();
         if let Some(max) = gpu.max_memory().filter(|&m| needed > m) {
@@ -127,6 +129,8 @@ impl GpuTensor {
         }
         let mut buffers = Vec::with_capacity(placement.segments.len());
         let mut done = 0u64;
+        let mut piece = Vec::new();
+        let mut scratch = Vec::new();
         for (i, range) in placement.segments.iter().enumerate() {
             let buffer = gpu
                 .scoped("allocating a payload buffer", || {
@@ -140,67 +144,37 @@ impl GpuTensor {
                     })
                 })
                 .await?;
-            // The segment's bytes, from however many parts it spans, in writes of at most
-            // UPLOAD_CHUNK whole words; a part's odd tail bytes join the next part's head in a
-            // small carry, so every write stays 4-byte aligned.
-            let mut at = 0u64;
-            let mut carry: Vec<u8> = Vec::new();
-            let mut write = |bytes: &[u8], at: &mut u64, done: &mut u64| -> Result<()> {
-                gpu.queue().write_buffer(&buffer, *at, bytes);
-                *at += bytes.len() as u64;
-                *done += bytes.len() as u64;
-                // Submitting hands the staged chunk to the device, so staging memory stays
-                // bounded by a chunk or two.
-                gpu.queue().submit([]);
-                gpu.drive()?;
-                progress(*done, total);
-                Ok(())
-            };
-            let parts = match source {
-                Source::Parts(parts) => parts,
-                Source::Made(view) => {
-                    // Made in chunks of whole words; a segment's odd tail goes through the
-                    // carry below, as a part's would.
-                    let mut piece = vec![0u8; UPLOAD_CHUNK.min((range.end - range.start) as usize)];
+            let mut out = WordWriter { gpu, buffer: &buffer, at: 0, carry: Vec::new(), total };
+            match (source, &placement.tiles) {
+                // As stored: each part's bytes straight from where they lie (a memory map).
+                (Source::Parts(parts), None) => {
+                    for bytes in segment_pieces(parts, range.start, range.end) {
+                        for chunk in bytes.chunks(UPLOAD_CHUNK) {
+                            out.push(chunk, &mut done, progress)?;
+                        }
+                    }
+                }
+                // Made, or rearranged into row tiles: a piece at a time (whole tiles), so
+                // host memory stays a piece or two whatever the payload.
+                (Source::Parts(_) | Source::Made(_), tiles) => {
                     let mut from = range.start;
                     while from < range.end {
-                        let len = (range.end - from).min(UPLOAD_CHUNK as u64) as usize;
-                        view.fill(from as usize, &mut piece[..len])?;
-                        let whole = len / 4 * 4;
-                        if whole > 0 {
-                            write(&piece[..whole], &mut at, &mut done)?;
+                        let to = match tiles {
+                            Some(t) => t.piece_end(from, range.end, UPLOAD_CHUNK as u64),
+                            None => range.end.min(from + UPLOAD_CHUNK as u64),
+                        };
+                        piece.clear();
+                        piece.resize((to - from) as usize, 0);
+                        source.fill(from, &mut piece)?;
+                        if let Some(t) = tiles {
+                            t.arrange(from, &mut piece, &mut scratch);
                         }
-                        carry.extend_from_slice(&piece[whole..len]);
-                        from += len as u64;
+                        out.push(&piece, &mut done, progress)?;
+                        from = to;
                     }
-                    &[]
                 }
-            };
-            for mut bytes in segment_pieces(parts, range.start, range.end) {
-                if !carry.is_empty() {
-                    let take = (4 - carry.len()).min(bytes.len());
-                    carry.extend_from_slice(&bytes[..take]);
-                    bytes = &bytes[take..];
-                    if carry.len() < 4 {
-                        continue;
-                    }
-                    write(&carry, &mut at, &mut done)?;
-                    carry.clear();
-                }
-                let whole = bytes.len() / 4 * 4;
-                for chunk in bytes[..whole].chunks(UPLOAD_CHUNK) {
-                    write(chunk, &mut at, &mut done)?;
-                }
-                carry.extend_from_slice(&bytes[whole..]);
             }
-            if !carry.is_empty() {
-                // The buffer's last word: zero bytes reach the 4-byte copy granularity.
-                let real = carry.len();
-                carry.resize(4, 0);
-                gpu.queue().write_buffer(&buffer, at, &carry);
-                done += real as u64;
-                progress(done, total);
-            }
+            out.finish(&mut done, progress);
             buffers.push(buffer);
         }
         gpu.queue().submit([]);
@@ -245,6 +219,75 @@ impl Source<'_, '_> {
         match self {
             Source::Parts(parts) => parts.iter().map(|p| p.len() as u64).sum(),
             Source::Made(view) => view.len() as u64,
+        }
+    }
+
+    /// Bytes `from..from + out.len()` of the payload.
+    fn fill(&self, from: u64, out: &mut [u8]) -> Result<()> {
+        match self {
+            Source::Parts(parts) => {
+                let mut at = 0;
+                for bytes in segment_pieces(parts, from, from + out.len() as u64) {
+                    out[at..at + bytes.len()].copy_from_slice(bytes);
+                    at += bytes.len();
+                }
+                Ok(())
+            }
+            Source::Made(view) => view.fill(from as usize, out),
+        }
+    }
+}
+
+/// Writes a segment's bytes into its buffer in order, whole words at a time: a piece's odd tail
+/// bytes wait in `carry` for the next piece's head, so every write stays 4-byte aligned.
+struct WordWriter<'a> {
+    gpu: &'a Gpu,
+    buffer: &'a wgpu::Buffer,
+    at: u64,
+    carry: Vec<u8>,
+    total: u64,
+}
+
+impl WordWriter<'_> {
+    fn push(&mut self, mut bytes: &[u8], done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        if !self.carry.is_empty() {
+            let take = (4 - self.carry.len()).min(bytes.len());
+            self.carry.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.carry.len() < 4 {
+                return Ok(());
+            }
+            let word = std::mem::take(&mut self.carry);
+            self.write(&word, done, progress)?;
+        }
+        let whole = bytes.len() / 4 * 4;
+        if whole > 0 {
+            self.write(&bytes[..whole], done, progress)?;
+        }
+        self.carry.extend_from_slice(&bytes[whole..]);
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8], done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        self.gpu.queue().write_buffer(self.buffer, self.at, bytes);
+        self.at += bytes.len() as u64;
+        *done += bytes.len() as u64;
+        // Submitting hands the staged chunk to the device, so staging memory stays bounded by a
+        // chunk or two.
+        self.gpu.queue().submit([]);
+        self.gpu.drive()?;
+        progress(*done, self.total);
+        Ok(())
+    }
+
+    /// The buffer's last word: zero bytes reach the 4-byte copy granularity.
+    fn finish(mut self, done: &mut u64, progress: &mut dyn FnMut(u64, u64)) {
+        if !self.carry.is_empty() {
+            let real = self.carry.len();
+            self.carry.resize(4, 0);
+            self.gpu.queue().write_buffer(self.buffer, self.at, &self.carry);
+            *done += real as u64;
+            progress(*done, self.total);
         }
     }
 }

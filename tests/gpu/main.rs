@@ -9,6 +9,7 @@ mod model;
 mod pins;
 mod shared;
 mod split;
+mod tiles;
 mod workflow;
 
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
@@ -193,7 +194,7 @@ fn vec4_and_word_loads_give_identical_results() {
             let validated = t.validate().unwrap();
             let vec0 = |gpu: &Gpu| -> Vec<u32> {
                 let (g, limits) = (validated.geometry(), gpu.plan_limits());
-                let place = plan::place(g, validated.payload().len() as u64, &limits).unwrap();
+                let place = plan::place(g, validated.payload().len() as u64, &limits, gpu.arrangement(format)).unwrap();
                 let p = plan::plan(format, g, Request::Matmul { columns: 1 }, &limits, &place).unwrap();
                 p.passes.iter().map(|p| p.params.vec0).collect()
             };

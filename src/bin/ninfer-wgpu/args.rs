@@ -4,6 +4,7 @@
 use crate::files;
 use clap::{Parser, Subcommand};
 use ninfer_wgpu::encode::convert::Method;
+use ninfer_wgpu::gpu::plan::Arrangement;
 use ninfer_wgpu::gpu::{GpuOptions, Profile, Variant};
 use std::path::PathBuf;
 
@@ -316,6 +317,19 @@ pub struct GpuArgs {
     /// anything is allocated (wgpu reports no memory budget of its own).
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<u64>,
+    /// Upload rows in row tiles (on) or as stored (off); default: the adapter's choice, row
+    /// tiles where a format's one-column product decodes whole rows per invocation (CPU drivers).
+    /// For comparing the two (docs/performance.md#row-tiles).
+    #[arg(long, value_name = "on|off", value_parser = parse_row_tiles)]
+    row_tiles: Option<Arrangement>,
+}
+
+fn parse_row_tiles(s: &str) -> Result<Arrangement, String> {
+    match s {
+        "on" => Ok(Arrangement::RowTiles),
+        "off" => Ok(Arrangement::RowByRow),
+        _ => Err(format!("`{s}`: on or off")),
+    }
 }
 
 /// Where a model runs.
@@ -351,6 +365,7 @@ impl GpuArgs {
             max_buffer_size: self.max_buffer_size,
             max_binding: self.max_binding,
             max_memory: self.max_memory,
+            arrangement: self.row_tiles,
             ..Default::default()
         }
     }

@@ -40,6 +40,9 @@ pub const TILED_WG: u32 = 64;
 pub const TILED_ROW_BLOCK: u32 = 4;
 pub const TILED_ROWS: u32 = TILED_WG * TILED_ROW_BLOCK;
 pub const TILE_COLUMNS: u32 = 64;
+/// Rows per row tile (`src/gpu/plan/tiles.rs`): a SIMD program of the one-column path covers
+/// 8 lanes × TILED_ROW_BLOCK rows, so at each chunk it reads one tile's records side by side.
+pub const ROW_TILE: u32 = 8 * TILED_ROW_BLOCK;
 /// Words per chunk of the A8 activation (`shaders/ops/matmul_a8.wgsl`): 8 of codes, d, two
 /// sums, 0.
 pub const Q8_1_CHUNK_WORDS: usize = 12;

@@ -16,11 +16,13 @@ pub mod bound;
 mod dequant;
 mod gather;
 mod matmul;
+pub mod tiles;
 
 pub use bound::{ColumnCounts, DequantPlan, Kernel, Operand, OperandBinding, ProductPlan, Record};
 pub use gather::GatherPlan;
+pub use tiles::RowTiles;
 
-use super::kernels::{self, Op, Profile, CHUNK};
+use super::kernels::{self, Op, Profile, CHUNK, ROW_TILE};
 use super::params::Params;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -94,6 +96,17 @@ impl View {
     }
 }
 
+impl View {
+    /// The view of a payload arranged in `tiles`: passes and buffer splits start on whole tiles.
+    fn arranged(mut self, tiles: Option<&RowTiles>) -> View {
+        if tiles.is_some() {
+            // Only layouts without a quantum of their own are tiled.
+            self.row_quantum = self.row_quantum.max(ROW_TILE as u64);
+        }
+        self
+    }
+}
+
 /// The device limits a plan respects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanLimits {
@@ -144,6 +157,17 @@ pub struct Placement {
     pub segments: Vec<std::ops::Range<u64>>,
     /// Consecutive row blocks covering every row.
     pub blocks: Vec<Block>,
+    /// The payload's rows in row tiles on the device ([`tiles`]), or row by row (`None`).
+    pub tiles: Option<RowTiles>,
+}
+
+/// How a payload's rows are arranged on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrangement {
+    /// As stored.
+    RowByRow,
+    /// In row tiles where the layout has records ([`RowTiles::of`]), else as stored.
+    RowTiles,
 }
 
 /// Rows whose planes each lie in one segment.
@@ -163,11 +187,39 @@ impl Placement {
     }
 }
 
-/// Places a `payload_len`-byte payload of `geometry`: one buffer when it fits `max_buffer`,
-/// else row blocks as large as fit, one buffer per block and plane. Refused, naming the sizes,
-/// when one row (nvfp4: one 128-row tile) of a plane is larger than a buffer.
-pub fn place(geometry: &PayloadGeometry, payload_len: u64, limits: &PlanLimits) -> Result<Placement> {
-    let v = View::of(geometry);
+/// Places a `payload_len`-byte payload of `geometry`, its rows arranged as `arrangement` asks:
+/// one buffer when it fits `max_buffer`, else row blocks as large as fit (whole row tiles), one
+/// buffer per block and plane. Refused, naming the sizes, when one row (nvfp4: one 128-row
+/// tile; a row tile) of a plane is larger than a buffer.
+pub fn place(
+    geometry: &PayloadGeometry,
+    payload_len: u64,
+    limits: &PlanLimits,
+    arrangement: Arrangement,
+) -> Result<Placement> {
+    let plain = View::of(geometry);
+    let widest_row = plain
+        .planes
+        .iter()
+        .filter_map(|p| match *p {
+            PlaneRef::Rows { stride, .. } => Some(stride),
+            PlaneRef::Same { .. } | PlaneRef::Fixed { .. } | PlaneRef::Grid => None,
+        })
+        .max()
+        .unwrap_or(1);
+    // Passes start on whole tiles, so a tile and its rows of dequantized output must fit a
+    // buffer and a binding (with the alignment slack); rows too long for that stay as stored.
+    // So must a tile's dequant dispatch (an invocation per chunk).
+    let tile_bytes = ROW_TILE as u64 * widest_row.max(plain.k * 4);
+    let max_dim = limits.max_workgroups_per_dimension.max(1) as u64;
+    let tile_invocations = ROW_TILE as u64 * plain.k.div_ceil(CHUNK as u64);
+    let tile_fits = tile_bytes + limits.align + 3 <= limits.max_buffer.min(limits.max_binding)
+        && tile_invocations <= (max_dim * max_dim * kernels::WORDS_WG as u64).min(u32::MAX as u64);
+    let tiles = match arrangement {
+        Arrangement::RowTiles if tile_fits => RowTiles::of(geometry),
+        Arrangement::RowTiles | Arrangement::RowByRow => None,
+    };
+    let v = plain.arranged(tiles.as_ref());
     let own = |p: &PlaneRef| match *p {
         PlaneRef::Rows { offset, .. } | PlaneRef::Fixed { offset } => Some(offset),
         PlaneRef::Same { .. } | PlaneRef::Grid => None,
@@ -177,17 +229,9 @@ pub fn place(geometry: &PayloadGeometry, payload_len: u64, limits: &PlanLimits) 
         // One segment: the whole payload (a one-element Vec of a Range, as clippy suspects).
         #[allow(clippy::single_range_in_vec_init)]
         let segments = vec![0..payload_len];
-        return Ok(Placement { segments, blocks: vec![Block { rows: 0..v.rows, planes }] });
+        return Ok(Placement { segments, blocks: vec![Block { rows: 0..v.rows, planes }], tiles });
     }
-    let widest = v
-        .planes
-        .iter()
-        .filter_map(|p| match *p {
-            PlaneRef::Rows { stride, .. } => Some(stride),
-            PlaneRef::Same { .. } | PlaneRef::Fixed { .. } | PlaneRef::Grid => None,
-        })
-        .max()
-        .unwrap_or(1);
+    let widest = widest_row;
     // Each segment is padded to 4 bytes on the device.
     let per_block = (limits.max_buffer.saturating_sub(3) / widest.max(1)) / v.row_quantum * v.row_quantum;
     if per_block == 0 {
@@ -228,7 +272,7 @@ pub fn place(geometry: &PayloadGeometry, payload_len: u64, limits: &PlanLimits) 
         blocks.push(Block { rows: r0..r1, planes });
         r0 = r1;
     }
-    Ok(Placement { segments, blocks })
+    Ok(Placement { segments, blocks, tiles })
 }
 
 /// A byte range of a buffer bound as one binding.
@@ -409,7 +453,7 @@ struct Frame<'a> {
 
 impl<'a> Frame<'a> {
     fn new(format: Format, geometry: &PayloadGeometry, limits: &PlanLimits, place: &'a Placement) -> Result<Frame<'a>> {
-        let v = View::of(geometry);
+        let v = View::of(geometry).arranged(place.tiles.as_ref());
         let chunks = v.k.div_ceil(CHUNK as u64);
         let max_dim = limits.max_workgroups_per_dimension.max(1) as u64;
         let base = Params {
@@ -501,6 +545,9 @@ impl<'a> Frame<'a> {
         let w = plane_windows(v, &self.place.blocks[b], r0, r1, self.align, self.place);
         let mut p = self.base;
         p.row0 = to_u32(r0, "row index")?;
+        // Passes start on whole tiles (the row quantum), so the window's tiles are the payload's.
+        let tiled = self.place.tiles.as_ref().map_or(0, |t| t.tiled_rows().min(r1).saturating_sub(r0));
+        p.tiled_rows = to_u32(tiled, "tiled rows")?;
         (p.off0, p.stride0) = (to_u32(w[0].3, "plane offset")?, to_u32(w[0].4, "row stride")?);
         // Binding 6 views plane 0's window as vec4<u32>: only where it starts and ends on whole
         // vec4s (a shorter tail would be past the array's end). Kernels test the rows'

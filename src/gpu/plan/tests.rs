@@ -14,12 +14,12 @@ fn geometry(format: Format, shape: &[usize], divisors: usize) -> PayloadGeometry
 }
 
 fn placed(g: &PayloadGeometry, l: &PlanLimits) -> Placement {
-    place(g, g.bytes() as u64, l).unwrap()
+    place(g, g.bytes() as u64, l, Arrangement::RowByRow).unwrap()
 }
 
 fn plan_of(format: Format, shape: &[usize], request: Request, l: &PlanLimits) -> Result<Plan> {
     let g = geometry(format, shape, 1);
-    plan(format, &g, request, l, &place(&g, g.bytes() as u64, l)?)
+    plan(format, &g, request, l, &place(&g, g.bytes() as u64, l, Arrangement::RowByRow)?)
 }
 
 /// Every payload window starts aligned, fits the binding limit and stays inside its segment;
@@ -169,7 +169,7 @@ fn a_row_whose_output_is_over_one_buffer_is_refused_before_anything_runs() {
     }
     // A payload row over one buffer cannot be placed at all.
     let g = geometry(Format::Fp32, &[2, 1100], 1);
-    match place(&g, g.bytes() as u64, &l) {
+    match place(&g, g.bytes() as u64, &l, Arrangement::RowByRow) {
         Err(Error::Unsupported(m)) => assert!(m.contains("4400") && m.contains("4096"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -178,7 +178,7 @@ fn a_row_whose_output_is_over_one_buffer_is_refused_before_anything_runs() {
 /// The placement covers every plane byte of every row exactly once, in segments of at most
 /// one buffer, on the layout's row boundaries.
 fn check_placement(g: &PayloadGeometry, l: &PlanLimits, place: &Placement) {
-    let v = View::of(g);
+    let v = View::of(g).arranged(place.tiles.as_ref());
     let mut next = 0;
     for block in &place.blocks {
         assert_eq!(block.rows.start, next, "blocks are consecutive");
@@ -231,6 +231,55 @@ fn payloads_over_one_buffer_are_placed_in_row_blocks_per_plane_and_planned_withi
             assert_eq!(p.outputs.iter().sum::<u64>(), p.out_words, "{format}: outputs add up");
         }
     }
+}
+
+/// In row tiles, blocks and passes start on whole tiles, and each pass's `tiled_rows` counts the
+/// rows of whole tiles in it: all of them but in the last pass over a tail of rows.
+#[test]
+fn row_tiles_keep_blocks_and_passes_on_whole_tiles() {
+    let t = ROW_TILE as u64;
+    for l in [
+        limits(1 << 30, 65535),
+        // Windowed: a few tiles per binding.
+        limits(1 << 15, 65535),
+        // Split over buffers too.
+        PlanLimits { max_buffer: 1 << 15, ..limits(1 << 15, 65535) },
+    ] {
+        for (format, shape) in [(Format::GgufQ5_0, vec![1000, 64]), (Format::Q5G64Fp16, vec![300, 200])] {
+            let g = geometry(format, &shape, 1);
+            let place = place(&g, g.bytes() as u64, &l, Arrangement::RowTiles).unwrap();
+            let whole = place.tiles.as_ref().expect("tiled").tiled_rows();
+            assert_eq!(whole, shape[0] as u64 / t * t);
+            if place.segments.len() > 1 {
+                check_placement(&g, &l, &place);
+            }
+            let rows: Vec<u32> = (0..shape[0] as u32).rev().step_by(7).collect();
+            for request in [Request::Dequant, Request::Matmul { columns: 1 }, Request::Gather { rows: &rows }] {
+                let p = plan(format, &g, request, &l, &place).unwrap();
+                check_windows(&p, &l, &place);
+                for pass in &p.passes {
+                    let (r0, q) = (pass.params.row0 as u64, &pass.params);
+                    assert_eq!(r0 % t, 0, "{format} {request:?}: a pass from row {r0}");
+                    let end = r0 + if request.op() == Op::Gather { q.span } else { q.rows } as u64;
+                    assert_eq!(q.tiled_rows as u64, whole.min(end).saturating_sub(r0), "{format} rows {r0}..{end}");
+                }
+            }
+        }
+    }
+    // A tile (with its dequant output) must fit a binding: else rows stay as stored.
+    let g = geometry(Format::Q5G64Fp16, &[300, 200], 1);
+    assert!(place(&g, g.bytes() as u64, &limits(1 << 14, 65535), Arrangement::RowTiles).unwrap().tiles.is_none());
+    // And a tile's dequant dispatch must fit the workgroup limits (8 × 8 here).
+    let g = geometry(Format::Q6G64Fp16, &[400, 4100], 1);
+    assert!(place(&g, g.bytes() as u64, &limits(1 << 30, 8), Arrangement::RowTiles).unwrap().tiles.is_none());
+    // As stored, and where no whole tile exists, nothing is tiled.
+    let g = geometry(Format::GgufQ5_0, &[31, 64], 1);
+    assert!(place(&g, g.bytes() as u64, &limits(1 << 30, 65535), Arrangement::RowTiles).unwrap().tiles.is_none());
+    let g = geometry(Format::GgufQ5_0, &[64, 64], 1);
+    let plain = place(&g, g.bytes() as u64, &limits(1 << 30, 65535), Arrangement::RowByRow).unwrap();
+    assert!(plain.tiles.is_none());
+    let p = plan(Format::GgufQ5_0, &g, Request::Matmul { columns: 1 }, &limits(1 << 30, 65535), &plain).unwrap();
+    assert!(p.passes.iter().all(|p| p.params.tiled_rows == 0));
 }
 
 #[test]
