@@ -124,8 +124,11 @@ impl RowBlock {
 pub fn matvec_by_rows(format: Format) -> bool {
     match format {
         // Whole-word decodes: matvec's kernel is as fast or faster.
-        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::GgufQ8_0 => false,
-        Format::Q2G64Fp16
+        Format::Bf16 | Format::Fp32 | Format::Int32 => false,
+        // Ties by rows alone, gains with the row tiles that come with it
+        // (docs/performance.md#one-column-by-rows).
+        Format::GgufQ8_0
+        | Format::Q2G64Fp16
         | Format::Q4G64Fp16
         | Format::Q5G64Fp16
         | Format::Q6G64Fp16
