@@ -146,7 +146,10 @@ pub fn bench_case(
     }
     let words = random_words(format, &[n, k], 1, rng, Words::Finite)?;
     let tensor = EncodedTensor::encode(&words, layout)?;
-    let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
+    // Arranged as the op's profile would have it (row tiles for A32's one column on a CPU
+    // driver, rows as stored for A8's), unless `--row-tiles` says otherwise.
+    let profile = if op == Op::MatmulA8 { Profile::A8 } else { Profile::A32 };
+    let uploaded = block_on(gpu.upload_for(&tensor.trusted(), profile))?;
     let bytes = uploaded.payload_bytes();
     let row_tiles = uploaded.placement().tiles.is_some();
     let (t, passes, kernel) = match op {
@@ -154,7 +157,6 @@ pub fn bench_case(
             let stride = k.div_ceil(4) * 4;
             let x = block_on(gpu.create_buffer_with(&random_activation(stride * columns, rng), "bench x"))?;
             let y = block_on(gpu.create_buffer((n * columns) as u64, "bench y"))?;
-            let profile = if op == Op::Matmul { Profile::A32 } else { Profile::A8 };
             let xs = DeviceSlice::new(&x, 0, k as u64).with_stride(stride as u64);
             let options = BindOptions { variant: Some(variant), ..options };
             let ys = DeviceSlice::new(&y, 0, n as u64);

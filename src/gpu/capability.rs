@@ -4,7 +4,7 @@
 //! Every rule is an exhaustive match: a new format category, op or variant breaks the build here
 //! until someone decides what it may do.
 
-use super::kernels::{self, Columns, KernelKey, Op, Variant};
+use super::kernels::{self, Columns, KernelKey, Op, Profile, Variant};
 use super::plan::Arrangement;
 use super::platform::Platform;
 use crate::error::{Error, Result};
@@ -211,13 +211,16 @@ pub fn tiled_from(format: Format, op: Op, variant: Variant, platform: &Platform)
     }
 }
 
-/// How an upload of `format` arranges its rows on this platform: in row tiles where its
-/// one-column product takes whole rows per invocation (the one-column path of the tiled kernel,
-/// on CPU drivers), whose SIMD programs then read each chunk's records side by side
-/// (src/gpu/plan/tiles.rs); as stored elsewhere, where a row's lanes read along the row.
-pub fn arrangement(format: Format, platform: &Platform) -> Arrangement {
-    let variant = best_variant(format, Op::Matmul, platform);
-    match tiled_from(format, Op::Matmul, variant, platform) {
+/// How an upload of `format` for `profile`'s products arranges its rows on this platform: in
+/// row tiles where the profile's one-column product takes whole rows per invocation (A32's
+/// one-column path of the tiled kernel, on CPU drivers), whose SIMD programs then read each
+/// chunk's records side by side (src/gpu/plan/tiles.rs); as stored where a row's lanes read
+/// along the row (GPUs; A8's one-column kernel, which tiles slow down:
+/// docs/performance.md#row-tiles).
+pub fn arrangement(format: Format, profile: Profile, platform: &Platform) -> Arrangement {
+    let op = profile.op();
+    let variant = best_variant(format, op, platform);
+    match tiled_from(format, op, variant, platform) {
         Some(1) => Arrangement::RowTiles,
         Some(_) | None => Arrangement::RowByRow,
     }

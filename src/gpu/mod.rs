@@ -267,41 +267,53 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Uploads a validated payload unchanged (see [`GpuTensor`]).
+    /// Uploads a validated payload with its stored bytes (see [`GpuTensor`]), arranged for A32
+    /// products ([`Gpu::arrangement`]); [`Gpu::upload_for`] for another profile's.
     pub async fn upload(&self, tensor: &crate::Validated<'_, '_>) -> Result<GpuTensor> {
-        GpuTensor::upload(self, tensor, &mut |_, _| {}).await
+        GpuTensor::upload(self, tensor, Profile::A32, &mut |_, _| {}).await
+    }
+
+    /// [`Gpu::upload`], arranged for the products of `profile`.
+    pub async fn upload_for(&self, tensor: &crate::Validated<'_, '_>, profile: Profile) -> Result<GpuTensor> {
+        GpuTensor::upload(self, tensor, profile, &mut |_, _| {}).await
     }
 
     /// Uploads matrices of one format, layout and K as one tensor of their rows in order, so
-    /// one product computes them all (q, k and v into one buffer, say). GGUF blocks and
-    /// contiguous matrices stack; other layouts, mixed formats or K are refused.
-    pub async fn upload_stacked(&self, parts: &[&crate::Validated<'_, '_>]) -> Result<GpuTensor> {
-        GpuTensor::upload_stacked(self, parts, &mut |_, _| {}).await
+    /// one product computes them all (q, k and v into one buffer, say), arranged for the
+    /// products of `profile`. GGUF blocks and contiguous matrices stack; other layouts, mixed
+    /// formats or K are refused.
+    pub async fn upload_stacked(&self, parts: &[&crate::Validated<'_, '_>], profile: Profile) -> Result<GpuTensor> {
+        GpuTensor::upload_stacked(self, parts, profile, &mut |_, _| {}).await
     }
 
     /// Uploads GGUF q8_0 blocks as q8_g32_fp16 ([`crate::encode::import::Q8FromQ8_0`], which
     /// checked them against its rules): the same codes and scales, so the same weights bit for
     /// bit, in the layout whose codes are aligned words — fewer loads a weight in the products
     /// (docs/llm.md#the-output-head). Made and written a chunk at a time: the blocks are never
-    /// copied whole.
-    pub async fn upload_q8_from_q8_0(&self, view: &crate::encode::import::Q8FromQ8_0<'_>) -> Result<GpuTensor> {
-        GpuTensor::upload_q8_from_q8_0(self, view, &mut |_, _| {}).await
+    /// copied whole. Arranged for the products of `profile`.
+    pub async fn upload_q8_from_q8_0(
+        &self,
+        view: &crate::encode::import::Q8FromQ8_0<'_>,
+        profile: Profile,
+    ) -> Result<GpuTensor> {
+        GpuTensor::upload_q8_from_q8_0(self, view, profile, &mut |_, _| {}).await
     }
 
-    /// [`Gpu::upload`] in chunks of [`UPLOAD_CHUNK`] bytes, calling `progress(done,
+    /// [`Gpu::upload_for`] in chunks of [`UPLOAD_CHUNK`] bytes, calling `progress(done,
     /// total)` after each (the CLI draws a progress bar from it).
     pub async fn upload_with_progress(
         &self,
         tensor: &crate::Validated<'_, '_>,
+        profile: Profile,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
-        GpuTensor::upload(self, tensor, progress).await
+        GpuTensor::upload(self, tensor, profile, progress).await
     }
 
-    /// How an upload of `format` arranges its rows here: as the options ask, else the adapter's
-    /// choice ([`capability::arrangement`]).
-    pub fn arrangement(&self, format: crate::Format) -> Arrangement {
-        self.arrangement.unwrap_or_else(|| capability::arrangement(format, &self.platform))
+    /// How an upload of `format` for `profile`'s products arranges its rows here: as the
+    /// options ask, else the adapter's choice ([`capability::arrangement`]).
+    pub fn arrangement(&self, format: crate::Format, profile: Profile) -> Arrangement {
+        self.arrangement.unwrap_or_else(|| capability::arrangement(format, profile, &self.platform))
     }
 
     /// The limits pass planning respects on this device.

@@ -7,7 +7,7 @@
 //! import ([`GpuTensor::upload_q8_from_q8_0`]: GGUF q8_0 blocks as q8_g32_fp16, byte copies of
 //! the same codes and scales), made a piece at a time.
 
-use super::kernels::{Op, Variant};
+use super::kernels::{Op, Profile, Variant};
 use super::plan::{place, Placement};
 use super::{capability, Gpu};
 use crate::encode::import::Q8FromQ8_0;
@@ -29,15 +29,17 @@ pub struct GpuTensor {
 pub const UPLOAD_CHUNK: usize = 4 << 20;
 
 impl GpuTensor {
-    /// Uploads the payload, placed as [`place`] decides, reporting `(bytes done, total)` after
-    /// every chunk.
+    /// Uploads the payload, placed as [`place`] decides and arranged for `profile`'s products
+    /// ([`Gpu::arrangement`]), reporting `(bytes done, total)` after every chunk.
     pub(super) async fn upload(
         gpu: &Gpu,
         tensor: &Validated<'_, '_>,
+        profile: Profile,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
         let parts = [tensor.payload()];
-        Self::upload_from(gpu, tensor.desc().clone(), tensor.geometry().clone(), Source::Parts(&parts), progress).await
+        let (desc, geometry) = (tensor.desc().clone(), tensor.geometry().clone());
+        Self::upload_from(gpu, desc, geometry, Source::Parts(&parts), profile, progress).await
     }
 
     /// Uploads GGUF q8_0 blocks as the q8_g32_fp16 tensor [`Q8FromQ8_0`] checked they make,
@@ -46,11 +48,12 @@ impl GpuTensor {
     pub(super) async fn upload_q8_from_q8_0(
         gpu: &Gpu,
         view: &Q8FromQ8_0<'_>,
+        profile: Profile,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
         let desc = view.desc();
         let geometry = desc.geometry()?;
-        Self::upload_from(gpu, desc, geometry, Source::Made(view), progress).await
+        Self::upload_from(gpu, desc, geometry, Source::Made(view), profile, progress).await
     }
 
     /// Uploads matrices of one format, layout and K as one tensor of their rows in order (a
@@ -60,6 +63,7 @@ impl GpuTensor {
     pub(super) async fn upload_stacked(
         gpu: &Gpu,
         parts: &[&Validated<'_, '_>],
+        profile: Profile,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
         let Some(first) = parts.first() else {
@@ -104,7 +108,7 @@ impl GpuTensor {
                 geometry.bytes()
             )));
         }
-        Self::upload_from(gpu, desc, geometry, Source::Parts(&payloads), progress).await
+        Self::upload_from(gpu, desc, geometry, Source::Parts(&payloads), profile, progress).await
     }
 
     /// Uploads the payload `source` holds or makes.
@@ -113,12 +117,13 @@ impl GpuTensor {
         desc: TensorDesc,
         geometry: PayloadGeometry,
         source: Source<'_, '_>,
+        profile: Profile,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
         // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
         let payload_bytes = source.len();
-        let placement = place(&geometry, payload_bytes, &gpu.plan_limits(), gpu.arrangement(desc.format))?;
+        let placement = place(&geometry, payload_bytes, &gpu.plan_limits(), gpu.arrangement(desc.format, profile))?;
         let total: u64 = placement.segments.iter().map(|r| r.end - r.start).sum();
         let needed: u64 = (0..placement.segments.len()).map(|i| placement.buffer_len(i)).sum();
         if let Some(max) = gpu.max_memory().filter(|&m| needed > m) {

@@ -289,11 +289,11 @@ impl<'g> GpuForward<'g> {
         };
 
         let mut tensors = Vec::new();
+        let profile = options.profile;
         let upload = move |name: String| async move {
             let t = file.tensor(&name)?;
-            gpu.upload(&t.validate()?).await
+            gpu.upload_for(&t.validate()?, profile).await
         };
-        let profile = options.profile;
         let embd = upload_table(gpu, file, "token_embd.weight", profile).await?;
         let gather =
             gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;

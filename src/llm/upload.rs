@@ -23,11 +23,11 @@ pub(super) async fn upload_table(gpu: &Gpu, file: &GgufFile, name: &str, profile
         if runs(profile.op()) && runs(Op::Gather) {
             // A block q8_g32_fp16 cannot hold leaves the table as stored, not refused.
             if let Ok(view) = Q8FromQ8_0::new(n, k, v.payload()) {
-                return gpu.upload_q8_from_q8_0(&view).await;
+                return gpu.upload_q8_from_q8_0(&view, profile).await;
             }
         }
     }
-    gpu.upload(&v).await
+    gpu.upload_for(&v, profile).await
 }
 
 /// Binds the products of `names`, which read `x` and write consecutive rows of one output
@@ -52,8 +52,8 @@ pub(super) async fn bind_stacked(
         let run = valid[i..].iter().take_while(|v| v.desc().format == format).count();
         let parts: Vec<_> = valid[i..i + run].iter().collect();
         let tensor = match parts[..] {
-            [one] => gpu.upload(one).await?,
-            _ => gpu.upload_stacked(&parts).await?,
+            [one] => gpu.upload_for(one, profile).await?,
+            _ => gpu.upload_stacked(&parts, profile).await?,
         };
         let rows = tensor.desc().shape[0] as u64;
         ops.push(

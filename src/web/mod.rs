@@ -226,7 +226,7 @@ impl NinferGpu {
             }
             let mut y: Vec<f32> = zeroed(stacked.n.saturating_mul(columns))?;
             for (i, t) in stacked.pieces.iter().enumerate() {
-                let uploaded = gpu.upload(&t.validate().map_err(reject)?).await.map_err(reject)?;
+                let uploaded = gpu.upload_for(&t.validate().map_err(reject)?, profile).await.map_err(reject)?;
                 let part = gpu.matmul_in(&uploaded, &x, columns, profile).await.map_err(reject)?;
                 stacked.place_columns(i, &part, columns, &mut y).map_err(reject)?;
             }

@@ -121,7 +121,7 @@ fn stacked_matrices_are_their_parts_rows_in_order_and_mixed_ones_are_refused() {
         })
         .collect();
     let valid: Vec<_> = tensors.iter().map(|t| t.validate().unwrap()).collect();
-    let stacked = block_on(gpu.upload_stacked(&valid.iter().collect::<Vec<_>>())).unwrap();
+    let stacked = block_on(gpu.upload_stacked(&valid.iter().collect::<Vec<_>>(), Profile::A32)).unwrap();
     assert_eq!(stacked.desc().shape, vec![9, 32]);
     let expected: Vec<u32> = parts.iter().flat_map(|(_, w)| w.clone()).collect();
     assert_eq!(block_on(gpu.dequant(&stacked)).unwrap(), expected);
@@ -133,12 +133,12 @@ fn stacked_matrices_are_their_parts_rows_in_order_and_mixed_ones_are_refused() {
     )
     .unwrap();
     let q8 = q8.validate().unwrap();
-    refused("mixed formats", block_on(gpu.upload_stacked(&[&valid[0], &q8])), &["one format"]);
+    refused("mixed formats", block_on(gpu.upload_stacked(&[&valid[0], &q8], Profile::A32)), &["one format"]);
     let (wide, _) = tensor_words(format, &[1, 64], &mut rng);
     let wide = EncodedTensor::new(ninfer_wgpu::TensorDesc::new(format, format.layout(), &[1, 64]), &wide[..]).unwrap();
     let wide = wide.validate().unwrap();
-    refused("another K", block_on(gpu.upload_stacked(&[&valid[0], &wide])), &["K only"]);
-    refused("nothing", block_on(gpu.upload_stacked(&[])), &["no tensors"]);
+    refused("another K", block_on(gpu.upload_stacked(&[&valid[0], &wide], Profile::A32)), &["K only"]);
+    refused("nothing", block_on(gpu.upload_stacked(&[], Profile::A32)), &["no tensors"]);
 }
 
 fn refused<T>(what: &str, r: ninfer_wgpu::Result<T>, needles: &[&str]) {

@@ -14,7 +14,7 @@ mod workflow;
 
 use ninfer_wgpu::conformance::{self, Tier, Verdict};
 use ninfer_wgpu::gpu::plan::{self, Request};
-use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Variant};
+use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Op, Profile, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{self, random_activation, random_words, Rng, Words};
 use ninfer_wgpu::{EncodedTensor, Error, Format, Layout, TensorDesc};
@@ -194,7 +194,9 @@ fn vec4_and_word_loads_give_identical_results() {
             let validated = t.validate().unwrap();
             let vec0 = |gpu: &Gpu| -> Vec<u32> {
                 let (g, limits) = (validated.geometry(), gpu.plan_limits());
-                let place = plan::place(g, validated.payload().len() as u64, &limits, gpu.arrangement(format)).unwrap();
+                let place =
+                    plan::place(g, validated.payload().len() as u64, &limits, gpu.arrangement(format, Profile::A32))
+                        .unwrap();
                 let p = plan::plan(format, g, Request::Matmul { columns: 1 }, &limits, &place).unwrap();
                 p.passes.iter().map(|p| p.params.vec0).collect()
             };

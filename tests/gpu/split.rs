@@ -4,7 +4,7 @@
 use super::{bits, first_gpu};
 use ninfer_wgpu::conformance::{self, Verdict};
 use ninfer_wgpu::gpu::plan::Request;
-use ninfer_wgpu::gpu::{GpuOptions, Variant};
+use ninfer_wgpu::gpu::{GpuOptions, Profile, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{self, random_activation, random_words, Rng, Words};
 use ninfer_wgpu::{EncodedTensor, Error, Format};
@@ -40,7 +40,7 @@ fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
         let v = t.validate().unwrap();
         let mut reported = 0;
         let a = block_on(full.upload(&v)).unwrap();
-        let b = block_on(split.upload_with_progress(&v, &mut |done, total| {
+        let b = block_on(split.upload_with_progress(&v, Profile::A32, &mut |done, total| {
             assert!(done > reported && done <= total);
             reported = done;
         }))
@@ -163,7 +163,7 @@ fn q8_0_uploaded_as_q8_g32_dequantizes_to_the_q8_0_weights() {
     let Dequantized::F32(exact) = dequant(&t).unwrap() else { panic!("q8_0 dequantizes to f32") };
     let view = Q8FromQ8_0::new(n, k, t.payload()).unwrap();
     for (gpu, buffers) in [(&full, 1), (&split, 2)] {
-        let up = block_on(gpu.upload_q8_from_q8_0(&view)).unwrap();
+        let up = block_on(gpu.upload_q8_from_q8_0(&view, Profile::A32)).unwrap();
         assert_eq!(up.desc().format, Format::Q8G32Fp16);
         assert!(up.placement().segments.len() >= buffers, "{} buffers", up.placement().segments.len());
         let words = block_on(gpu.dequant(&up)).unwrap();

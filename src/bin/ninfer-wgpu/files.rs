@@ -54,14 +54,15 @@ fn gpu_for(device: Device, options: GpuOptions) -> Result<Option<Gpu>, Error> {
     }
 }
 
-/// Uploads with a progress bar on a terminal (indicatif draws nothing when stderr is not one).
-fn upload(gpu: &Gpu, t: &Validated, what: &str) -> Result<GpuTensor, Error> {
+/// Uploads for `profile`'s products with a progress bar on a terminal (indicatif draws nothing
+/// when stderr is not one).
+fn upload(gpu: &Gpu, t: &Validated, what: &str, profile: Profile) -> Result<GpuTensor, Error> {
     let bar = indicatif::ProgressBar::new(t.payload().len() as u64).with_message(format!("uploading {what}"));
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let up = block_on(gpu.upload_with_progress(t, &mut |done, total| {
+    let up = block_on(gpu.upload_with_progress(t, profile, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     }));
@@ -105,7 +106,7 @@ pub fn dequant(file: &Path, tensor: &str, device: Device, options: GpuOptions, o
             // The kernel's words (binary32; int32: the integer words) stream to the file a
             // bounded piece at a time, so the output may be larger than host memory.
             Some(gpu) => {
-                let up = upload(gpu, t, &format!("{tensor} part {i}"))?;
+                let up = upload(gpu, t, &format!("{tensor} part {i}"), Profile::A32)?;
                 block_on(gpu.dequant_to(&up, &mut |words| {
                     values += words.len() as u64;
                     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -203,7 +204,7 @@ pub fn matvec(
         // The oracle accumulates in f64; the file format is f32, so y is rounded once here.
         let part: Vec<f32> = match &gpu {
             None => oracle::matmul(t, &xs, columns)?.y.iter().map(|&v| v as f32).collect(),
-            Some(gpu) => block_on(gpu.matmul_in(&upload(gpu, t, tensor)?, &xs, columns, profile))?,
+            Some(gpu) => block_on(gpu.matmul_in(&upload(gpu, t, tensor, profile)?, &xs, columns, profile))?,
         };
         stacked.place_columns(i, &part, columns, &mut y)?;
     }
@@ -275,9 +276,10 @@ pub fn gather(
                 Dequantized::F32(v) => v.iter().map(|x| x.to_le_bytes()).collect(),
                 Dequantized::I32(v) => v.iter().map(|x| x.to_le_bytes()).collect(),
             },
-            Some(gpu) => {
-                block_on(gpu.gather(&upload(gpu, t, tensor)?, &local))?.iter().map(|w| w.to_le_bytes()).collect()
-            }
+            Some(gpu) => block_on(gpu.gather(&upload(gpu, t, tensor, Profile::A32)?, &local))?
+                .iter()
+                .map(|w| w.to_le_bytes())
+                .collect(),
         };
         for (slot, &(i, _)) in mine.iter().enumerate() {
             out[i * k..(i + 1) * k].copy_from_slice(&words[slot * k..(slot + 1) * k]);
