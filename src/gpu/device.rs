@@ -33,8 +33,9 @@ pub struct GpuOptions {
     /// compare the two).
     pub word_loads_only: bool,
     /// How uploads arrange a payload's rows (row tiles or as stored); `None`: the adapter's own
-    /// choice, row tiles where a format's one-column product takes whole rows per invocation
-    /// (`capability::arrangement`). Tests and benchmarks set it to compare the two.
+    /// choice, row tiles where the one-column product of the profile an upload is for takes
+    /// whole rows per invocation (`capability::arrangement`). Tests and benchmarks set it to
+    /// compare the two.
     pub arrangement: Option<Arrangement>,
 }
 
