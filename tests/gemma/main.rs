@@ -43,18 +43,84 @@ fn llama_logits() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-/// Runs the llama.cpp driver: `mode` on `input`, its output file's bytes.
+/// Runs the llama.cpp driver: `mode` on `input`, its output file's bytes. A failure of the
+/// reference itself fails the test as that ([`run_llama`]), never as a parse error further on.
 fn llama(tool: &Path, mode: &str, model: &Path, input: &Path) -> Vec<u8> {
+    run_llama(tool, mode, model, input).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The driver's output file's bytes, or what went wrong: an exit status, a signal, no output,
+/// with the driver's last words.
+fn run_llama(tool: &Path, mode: &str, model: &Path, input: &Path) -> Result<Vec<u8>, String> {
     let out = input.with_extension(format!("{mode}.out"));
-    let status = std::process::Command::new(tool)
-        .args([mode.as_ref(), model.as_os_str(), input.as_os_str(), out.as_os_str()])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "llama-logits {mode} failed");
-    let bytes = std::fs::read(&out).unwrap();
     std::fs::remove_file(&out).ok();
-    bytes
+    let run = std::process::Command::new(tool)
+        .args([mode.as_ref(), model.as_os_str(), input.as_os_str(), out.as_os_str()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("llama.cpp's reference {} could not start: {e}", tool.display()))?;
+    let bytes = std::fs::read(&out).ok();
+    std::fs::remove_file(&out).ok();
+    match reference_failure(&run.status, bytes.as_deref()) {
+        None => Ok(bytes.unwrap_or_default()),
+        Some(why) => {
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            let mut tail: Vec<&str> = stderr.lines().rev().take(8).collect();
+            tail.reverse();
+            Err(format!(
+                "llama.cpp's reference (llama-logits {mode} on {}) {why}; its stderr:\n{}",
+                input.display(),
+                tail.join("\n")
+            ))
+        }
+    }
+}
+
+/// What went wrong with a run of the reference, or `None`: its exit status, the signal that
+/// ended it (named), or an exit 0 that left no output file.
+fn reference_failure(status: &std::process::ExitStatus, output: Option<&[u8]>) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = status.signal() {
+        let name = match signal {
+            4 => " (SIGILL)",
+            6 => " (SIGABRT)",
+            7 => " (SIGBUS)",
+            8 => " (SIGFPE)",
+            9 => " (SIGKILL)",
+            11 => " (SIGSEGV)",
+            _ => "",
+        };
+        let core = if status.core_dumped() { ", core dumped" } else { "" };
+        return Some(format!("was killed by signal {signal}{name}{core}"));
+    }
+    if !status.success() {
+        return Some(format!("exited with status {}", status.code().unwrap_or(-1)));
+    }
+    output.is_none().then(|| "exited 0 but wrote no output file".to_string())
+}
+
+#[test]
+fn a_failing_reference_is_reported_as_its_own_failure() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+    let segv = reference_failure(&ExitStatus::from_raw(11), Some(b"")).unwrap();
+    assert_eq!(segv, "was killed by signal 11 (SIGSEGV)");
+    let ill = reference_failure(&ExitStatus::from_raw(4 | 0x80), None).unwrap();
+    assert_eq!(ill, "was killed by signal 4 (SIGILL), core dumped");
+    let exit = reference_failure(&ExitStatus::from_raw(1 << 8), Some(b"")).unwrap();
+    assert_eq!(exit, "exited with status 1");
+    let silent = reference_failure(&ExitStatus::from_raw(0), None).unwrap();
+    assert_eq!(silent, "exited 0 but wrote no output file");
+    assert_eq!(reference_failure(&ExitStatus::from_raw(0), Some(b"")), None);
+    // And through `run_llama` itself, with a stand-in driver that dies by a signal.
+    let dir = TempDir::new("gemma-reference-failure");
+    let tool = dir.join("crash.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho 'ggml_backend_amx_mul_mat: about to fail' >&2\nkill -SEGV $$\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let input = dir.join("ids.i32");
+    std::fs::write(&input, [0u8; 4]).unwrap();
+    let message = run_llama(&tool, "logits", &input, &input).unwrap_err();
+    assert!(message.contains("killed by signal 11 (SIGSEGV)") && message.contains("about to fail"), "{message}");
 }
 
 /// Little-endian i32 words as ids.
