@@ -58,6 +58,9 @@ registry! {
     GgufIq2S,
     GgufIq4Xs,
     GgufIq1M,
+    Fp16,
+    GgufQ4_1,
+    GgufQ5_1,
 }
 
 /// The five categories of the reference, with GGUF blocks as the sixth family.
@@ -93,11 +96,31 @@ pub enum ScaleWord {
     Binary16,
 }
 
+/// What one word of a direct format is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DirectWord {
+    /// bfloat16: the high half of a binary32 word.
+    Bf16,
+    /// IEEE binary16 (GGUF's F16).
+    Binary16,
+    Binary32,
+    Int32,
+}
+
+impl DirectWord {
+    pub const fn bytes(self) -> usize {
+        match self {
+            DirectWord::Bf16 | DirectWord::Binary16 => 2,
+            DirectWord::Binary32 | DirectWord::Int32 => 4,
+        }
+    }
+}
+
 /// Geometry and code domain, by category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Geometry {
-    /// One word of `bytes` bytes per element.
-    Direct { bytes: usize },
+    /// One word of `bytes` bytes per element (`word.bytes()`).
+    Direct { bytes: usize, word: DirectWord },
     /// `group` values per binary16 scale along K; legal signed codes `[qmin, qmax]`; the reference
     /// encoder's denominator is `qmax`.
     Grouped { group: usize, qmin: i32, qmax: i32, mapping: CodeMapping },
@@ -191,12 +214,13 @@ impl Format {
         use CodeMapping::*;
         use Format::*;
         use MatvecOrder::{RowAtATime, RowsTogether};
-        const fn direct(name: &'static str, category: Category, bytes: usize) -> FormatSpec {
+        const fn direct(name: &'static str, category: Category, word: DirectWord) -> FormatSpec {
+            let bytes = word.bytes();
             FormatSpec {
                 name,
                 category,
                 code_bits: Some(8 * bytes as u32),
-                geometry: Geometry::Direct { bytes },
+                geometry: Geometry::Direct { bytes, word },
                 gguf: None,
             }
         }
@@ -244,9 +268,11 @@ impl Format {
         const D: F16Fields = F16Fields::At(&[0]);
         const DM: F16Fields = F16Fields::At(&[0, 2]);
         match self {
-            Bf16 => direct("bf16", Category::DirectFloat, 2),
-            Fp32 => direct("fp32", Category::DirectFloat, 4),
-            Int32 => direct("int32", Category::DirectInt, 4),
+            Bf16 => direct("bf16", Category::DirectFloat, DirectWord::Bf16),
+            Fp32 => direct("fp32", Category::DirectFloat, DirectWord::Binary32),
+            Int32 => direct("int32", Category::DirectInt, DirectWord::Int32),
+            // GGUF's F16 (ggml type 1): docs/ggml-formats.md#fp16.
+            Fp16 => direct("fp16", Category::DirectFloat, DirectWord::Binary16),
             Q2G64Fp16 => grouped("q2_g64_fp16", 2, 64, -1, 2, OffsetOne),
             Q4G64Fp16 => grouped("q4_g64_fp16", 4, 64, -8, 7, TwosComplement),
             Q5G64Fp16 => grouped("q5_g64_fp16", 5, 64, -16, 15, TwosComplement),
@@ -303,6 +329,9 @@ impl Format {
             GgufIq3S => gguf("gguf_iq3_s", ggml(21, "iq3_s", 256, 110, D, false, Some(Grid::Iq3S), Pair, RowAtATime)),
             GgufIq2S => gguf("gguf_iq2_s", ggml(22, "iq2_s", 256, 82, D, false, Some(Grid::Iq2S), Pair, RowAtATime)),
             GgufIq4Xs => gguf("gguf_iq4_xs", ggml(23, "iq4_xs", 256, 136, D, false, None, Chunk, RowAtATime)),
+            // docs/ggml-formats.md: ggml's types past the format reference's 18.
+            GgufQ4_1 => gguf("gguf_q4_1", ggml(3, "q4_1", 32, 20, DM, true, None, Chunk, RowsTogether)),
+            GgufQ5_1 => gguf("gguf_q5_1", ggml(7, "q5_1", 32, 24, DM, true, None, Chunk, RowAtATime)),
             GgufIq1M => gguf(
                 "gguf_iq1_m",
                 ggml(29, "iq1_m", 256, 56, F16Fields::TopNibbles(48), false, Some(Grid::Iq1S), Pair, RowAtATime),
@@ -325,7 +354,7 @@ impl Format {
     pub fn bits_per_weight(self) -> f64 {
         let spec = self.spec();
         match spec.geometry {
-            Geometry::Direct { bytes } => 8.0 * bytes as f64,
+            Geometry::Direct { bytes, .. } => 8.0 * bytes as f64,
             Geometry::Grouped { group, .. } => spec.code_bits.unwrap_or(0) as f64 + 16.0 / group as f64,
             Geometry::BlockScaled { group } => 4.0 + 8.0 / group as f64,
             Geometry::RowScaled { .. } => 8.0,

@@ -83,6 +83,21 @@ impl Model {
         }
     }
 
+    /// The GGUF tensors of types the registry lacks, each with the reason it cannot be read
+    /// (a `.ninfer` artifact holds registered formats only): what `verify` reports as not
+    /// checked rather than leaving out.
+    pub fn unsupported_tensors(&self) -> Vec<(String, String)> {
+        match self {
+            Model::Ninfer(_) => Vec::new(),
+            Model::Gguf(g) => g
+                .tensors
+                .iter()
+                .filter(|t| !matches!(t.kind, TensorKind::Registered { .. }))
+                .map(|t| (t.name.clone(), g.tensor(&t.name).err().map(|e| e.to_string()).unwrap_or_default()))
+                .collect(),
+        }
+    }
+
     /// One tensor by object id or GGUF name.
     pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>> {
         match self {
@@ -97,15 +112,16 @@ impl Model {
     pub fn tensor_infos(&self, platform: Option<&Platform>) -> Vec<TensorInfo> {
         let mut out: Vec<TensorInfo> = self.tensor_names().into_iter().map(|n| self.info(&n, platform)).collect();
         if let Model::Gguf(g) = self {
-            for t in g.tensors.iter().filter(|t| !matches!(t.kind, TensorKind::Registered { .. })) {
+            for (name, why) in self.unsupported_tensors() {
+                let shape = g.info(&name).map(|t| t.shape()).unwrap_or_default();
                 out.push(TensorInfo {
-                    name: t.name.clone(),
+                    name,
                     format: String::new(),
                     layout: String::new(),
-                    shape: Vec::new(),
+                    shape,
                     bytes: 0,
                     ops: Vec::new(),
-                    error: Some(self.tensor(&t.name).err().map(|e| e.to_string()).unwrap_or_default()),
+                    error: Some(why),
                 });
             }
         }

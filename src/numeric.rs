@@ -13,6 +13,18 @@ pub fn f16_to_f32(bits: u16) -> f32 {
     f16::from_bits(bits).to_f32()
 }
 
+/// fp16's words as ggml widens them (docs/ggml-formats.md#fp16): values exactly, as
+/// [`f16_to_f32`]; a NaN keeps its sign and payload (the significand shifted up by 13) with
+/// the quiet bit set, as F16C's `vcvtph2ps` and ggml's portable conversion both do. Spelled
+/// out rather than left to `half`, since the GPU codec writes the same word by bit operations.
+pub fn binary16_to_f32(bits: u16) -> f32 {
+    let bits = bits as u32;
+    if bits & 0x7C00 == 0x7C00 && bits & 0x3FF != 0 {
+        return f32::from_bits(((bits & 0x8000) << 16) | 0x7FC0_0000 | ((bits & 0x3FF) << 13));
+    }
+    f16_to_f32(bits as u16)
+}
+
 /// binary32 to binary16 with round-to-nearest-even; overflow gives ±inf and underflow a subnormal
 /// or ±0, as IEEE-754 says. Callers that must refuse those outcomes check the result.
 pub fn f32_to_f16(x: f32) -> u16 {

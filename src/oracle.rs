@@ -5,8 +5,8 @@
 //! bits and the reference's equations, never from a kernel's arithmetic.
 
 use crate::error::{Error, Result};
-use crate::format::{Category, Geometry, ScaleWord};
-use crate::numeric::{bf16_to_f32, e2m1_to_f32, e4m3fn_to_f32, f16_to_f32};
+use crate::format::{Category, DirectWord, Geometry, ScaleWord};
+use crate::numeric::{bf16_to_f32, binary16_to_f32, e2m1_to_f32, e4m3fn_to_f32, f16_to_f32};
 use crate::tensor::EncodedTensor;
 use crate::words::{DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
 
@@ -36,15 +36,14 @@ pub fn dequant_words(words: &LogicalWords) -> Result<Dequantized> {
 }
 
 fn direct(w: &DirectWords) -> Result<Dequantized> {
-    Ok(match (w.format.category(), w.format.spec().geometry) {
-        (Category::DirectInt, _) => Dequantized::I32(w.words.iter().map(|&u| u as i32).collect()),
-        (Category::DirectFloat, Geometry::Direct { bytes: 2 }) => {
-            Dequantized::F32(w.words.iter().map(|&u| bf16_to_f32(u as u16)).collect())
-        }
-        (Category::DirectFloat, Geometry::Direct { bytes: 4 }) => {
-            Dequantized::F32(w.words.iter().map(|&u| f32::from_bits(u)).collect())
-        }
-        _ => return Err(Error::Words(format!("{} is not a direct format", w.format))),
+    let Geometry::Direct { word, .. } = w.format.spec().geometry else {
+        return Err(Error::Words(format!("{} is not a direct format", w.format)));
+    };
+    Ok(match word {
+        DirectWord::Int32 => Dequantized::I32(w.words.iter().map(|&u| u as i32).collect()),
+        DirectWord::Bf16 => Dequantized::F32(w.words.iter().map(|&u| bf16_to_f32(u as u16)).collect()),
+        DirectWord::Binary16 => Dequantized::F32(w.words.iter().map(|&u| binary16_to_f32(u as u16)).collect()),
+        DirectWord::Binary32 => Dequantized::F32(w.words.iter().map(|&u| f32::from_bits(u)).collect()),
     })
 }
 

@@ -6,7 +6,7 @@
 //! 0x7BFF, negative scales, +0 scales with zero codes, codes at the interval ends.
 
 use crate::error::{Error, Result};
-use crate::format::{CodeMapping, F16Fields, Format, Geometry, ScaleWord};
+use crate::format::{CodeMapping, DirectWord, F16Fields, Format, Geometry, ScaleWord};
 use crate::words::{BlockWords, DirectWords, Fp8RowWords, GroupedWords, LogicalWords, Nvfp4Words};
 
 /// SplitMix64: tiny, fast, and good enough to pick words; not for cryptography.
@@ -120,17 +120,21 @@ fn grouped_scale(rng: &mut Rng, words: Words, q2: bool) -> u16 {
     }
 }
 
-fn direct(format: Format, shape: &[usize], bytes: usize, rng: &mut Rng, words: Words) -> DirectWords {
+fn direct(format: Format, shape: &[usize], kind: DirectWord, rng: &mut Rng, words: Words) -> DirectWords {
     let count: usize = shape.iter().product();
     let word = |rng: &mut Rng| -> u32 {
-        match (bytes, format, words) {
-            (_, Format::Int32, _) => rng.next_u32(),
-            (2, _, Words::All) => rng.next_u32() & 0xFFFF,
-            (_, _, Words::All) => rng.next_u32(),
-            (2, _, Words::Finite) => {
+        match (kind, words) {
+            (DirectWord::Int32, _) => rng.next_u32(),
+            (DirectWord::Bf16 | DirectWord::Binary16, Words::All) => rng.next_u32() & 0xFFFF,
+            (DirectWord::Binary32, Words::All) => rng.next_u32(),
+            (DirectWord::Bf16, Words::Finite) => {
                 ((rng.below(2) as u32) << 15) | ((rng.range(107, 147) as u32) << 7) | (rng.below(128) as u32)
             }
-            (_, _, Words::Finite) => {
+            // Every finite binary16 exponent, subnormals (exponent 0) and zeros included.
+            (DirectWord::Binary16, Words::Finite) => {
+                ((rng.below(2) as u32) << 15) | ((rng.range(0, 30) as u32) << 10) | (rng.below(1024) as u32)
+            }
+            (DirectWord::Binary32, Words::Finite) => {
                 ((rng.below(2) as u32) << 31) | ((rng.range(107, 147) as u32) << 23) | (rng.next_u32() & 0x7F_FFFF)
             }
         }
@@ -263,7 +267,7 @@ pub fn random_words(
         _ => Err(Error::Words(format!("{format} words need a rank-2 shape, got {shape:?}"))),
     };
     Ok(match format.spec().geometry {
-        Geometry::Direct { bytes } => LogicalWords::Direct(direct(format, shape, bytes, rng, words)),
+        Geometry::Direct { word, .. } => LogicalWords::Direct(direct(format, shape, word, rng, words)),
         Geometry::Grouped { .. } => {
             let (n, k) = matrix()?;
             LogicalWords::Grouped(grouped(format, n, k, rng, words)?)

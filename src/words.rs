@@ -139,10 +139,12 @@ impl DirectWords {
         let elements = self.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
         count("direct words", elements.unwrap_or(usize::MAX), self.words.len())?;
         match self.format.spec().geometry {
-            Geometry::Direct { bytes: 2 } => match self.words.iter().position(|&w| w > 0xFFFF) {
-                Some(i) => {
-                    Err(invalid(self.format, "a bf16 word has 16 bits", format!("element {i} is {:#x}", self.words[i])))
-                }
+            Geometry::Direct { bytes: 2, .. } => match self.words.iter().position(|&w| w > 0xFFFF) {
+                Some(i) => Err(invalid(
+                    self.format,
+                    "a 16-bit word has 16 bits",
+                    format!("element {i} is {:#x}", self.words[i]),
+                )),
                 None => Ok(()),
             },
             Geometry::Direct { .. } => Ok(()),

@@ -60,7 +60,7 @@ fn tiny_gguf() -> Vec<u8> {
     b.extend(2u64.to_le_bytes());
     string(&mut b, "a");
     string(&mut b, "bc");
-    // q4_0 [2, 32] (dims innermost first: 32, 2) at 0; f16 [4] at 64.
+    // q4_0 [2, 32] (dims innermost first: 32, 2) at 0; i8 [4] (not registered) at 64.
     string(&mut b, "w");
     b.extend(2u32.to_le_bytes());
     b.extend(32u64.to_le_bytes());
@@ -70,7 +70,7 @@ fn tiny_gguf() -> Vec<u8> {
     string(&mut b, "h");
     b.extend(1u32.to_le_bytes());
     b.extend(4u64.to_le_bytes());
-    b.extend(1u32.to_le_bytes());
+    b.extend(24u32.to_le_bytes());
     b.extend(64u64.to_le_bytes());
     while !b.len().is_multiple_of(32) {
         b.push(0);
@@ -94,7 +94,7 @@ fn reader_maps_registered_tensors_without_copying() {
     let Dequantized::F32(v) = dequant(&t).unwrap() else { panic!() };
     assert_eq!(v[0], -8.0, "(0 & 0xF) - 8");
     assert_eq!(v[16 + 1], (17 >> 4) as f32 - 8.0);
-    assert!(matches!(f.info("h").unwrap().kind, TensorKind::NotRegistered { type_name: "f16" }));
+    assert!(matches!(f.info("h").unwrap().kind, TensorKind::NotRegistered { type_name: "i8" }));
     let err = f.tensor("h").unwrap_err().to_string();
     assert!(err.contains("format not registered"), "{err}");
     assert!(f.tensor("missing").unwrap_err().to_string().contains("valid names: w, h"));
@@ -305,6 +305,7 @@ fn every_gguf_type_decodes_bit_identically_to_llama_cpps_gguf_library() {
         assert!(checked.contains(&f) || not_in_gguf.contains(&id), "{f} was not cross-checked");
     }
     assert_eq!(not_in_gguf, [Format::GgufQ2_0.gguf().unwrap().id], "registered types gguf does not know");
+    assert!(checked.contains(&Format::Fp16), "fp16 (GGUF F16) was not cross-checked");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes fuzz/seeds/gguf/registry.gguf: a GGUF holding two rows of every ggml type of the
 registry (random bytes, finite binary16 scales where the registry says the block keeps them),
-plus f32 and bf16 tensors. Written by hand, not with llama.cpp's gguf package, so a type that
+plus f32, f16 and bf16 tensors. Written by hand, not with llama.cpp's gguf package, so a type that
 package does not know (q2_0) is in the seed too. tests/gguf.rs fails until a new type is here.
 
 Usage: tools/make-gguf-seed.py [OUT]   (runs target/debug/ninfer-wgpu formats --json;
@@ -54,6 +54,8 @@ for f in formats:
     tensors.append((f["ggml_name"], [values, 2], f["ggml_type"], bytes(data)))
 tensors.append(("f32", [8, 2], 0, struct.pack("<16f", *[rng.uniform(-1, 1) for _ in range(16)])))
 tensors.append(("bf16", [8, 2], 30, bytes(rng.getrandbits(8) & 0x3F if i % 2 else rng.getrandbits(8) for i in range(32))))
+# fp16: every word is valid (NaNs included), so any bytes.
+tensors.append(("f16", [8, 2], 1, bytes(rng.getrandbits(8) for _ in range(32))))
 
 head = b"GGUF" + struct.pack("<I", 3) + struct.pack("<Q", len(tensors)) + struct.pack("<Q", 1)
 head += string("general.alignment") + struct.pack("<I", 4) + struct.pack("<I", ALIGN)

@@ -120,6 +120,18 @@ fn affine_q2_0(base: u32, j: u32, c: u32) -> vec4<f32> {
     return scale_only(f16_at(base));
 }
 
+// q4_1 and q5_1: d and m at bytes 0 and 2, weight = d * q + m, so a = d and b = -m. d * q is
+// exact (an 11-bit significand times a 5-bit level), so the one addition is the only rounding,
+// as in ggml's `x * d + m`, fused or not.
+fn affine_q4_1(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    let dm = f16_pair_of(block_u32_at(base));
+    return vec4<f32>(dm.x, -dm.y, dm.x, -dm.y);
+}
+
+fn affine_q5_1(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return affine_q4_1(base, j, in_row);
+}
+
 // q8_0: d (binary16), then 32 int8 codes. The codes' 32 bytes start 2 bytes into a 34-byte
 // block, so half the blocks have them on a word boundary and half 2 bytes off: one funnel over
 // 9 aligned words serves both, where two block_words4 calls load 10
@@ -191,6 +203,29 @@ fn levels_q5_0(base: u32, j: u32, in_row: u32) -> Chunk {
         let lane = vec4<u32>(4u * i) + vec4<u32>(0u, 1u, 2u, 3u);
         let hi = (qh >> lane) & vec4<u32>(1u);
         q[i] = vec4<f32>(vec4<i32>(n[i] | (hi << vec4<u32>(4u))) - vec4<i32>(16));
+    }
+    return q;
+}
+
+// q4_1 (20 bytes, whole words): d, m, 16 bytes of nibbles; q = nibble.
+fn levels_q4_1(base: u32, j: u32, in_row: u32) -> Chunk {
+    let n = legacy_nibbles(base + 4u);
+    var q: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        q[i] = vec4<f32>(n[i]);
+    }
+    return q;
+}
+
+// q5_1 (24 bytes, whole words): d, m, 32 high bits (u32 at byte 4), 16 bytes of nibbles;
+// q = nibble | high << 4, as q5_0's without the - 16.
+fn levels_q5_1(base: u32, j: u32, in_row: u32) -> Chunk {
+    let qh = vec4<u32>(block_u32_at(base + 4u));
+    let n = legacy_nibbles(base + 8u);
+    var q: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        let lane = vec4<u32>(4u * i) + vec4<u32>(0u, 1u, 2u, 3u);
+        q[i] = vec4<f32>(n[i] | (((qh >> lane) & vec4<u32>(1u)) << vec4<u32>(4u)));
     }
     return q;
 }

@@ -81,6 +81,15 @@ fn affine8_q5_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
     return with_offsets(scale_only(f16_at(base)), 16.0);
 }
 
+// q4_1's and q5_1's codes are their A32 levels (unsigned), and so is the map (a = d, b = -m).
+fn affine8_q4_1(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return affine_q4_1(base, j, in_row);
+}
+
+fn affine8_q5_1(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return affine_q4_1(base, j, in_row);
+}
+
 fn affine8_q2_0(base: u32, j: u32, c: u32) -> vec4<f32> {
     return with_offsets(scale_only(f16_at(base)), 1.0);
 }
@@ -148,6 +157,17 @@ fn codes_q5_0(base: u32, j: u32, in_row: u32) -> Codes {
     let half = starts_half_way(base);
     let n = nibble_codes(window_words4(win, 1u, half));
     let qh = window_u32(win, 0u, half);
+    return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
+}
+
+// q4_1 and q5_1 are whole words (20 and 24 bytes), so their fields are aligned words: no window.
+fn codes_q4_1(base: u32, j: u32, in_row: u32) -> Codes {
+    return nibble_codes(words4(base + 4u));
+}
+
+fn codes_q5_1(base: u32, j: u32, in_row: u32) -> Codes {
+    let n = nibble_codes(words4(base + 8u));
+    let qh = block_u32_at(base + 4u);
     return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
 }
 

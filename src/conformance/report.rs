@@ -229,7 +229,8 @@ impl Report {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TensorOutcome {
     pub name: String,
-    /// `pass`, `deviation`, `FAIL` or `error`.
+    /// `pass`, `deviation`, `FAIL`, `error`, or `unsupported` (a type the registry lacks: not
+    /// checked, and said so).
     pub verdict: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<TensorReport>,
@@ -258,6 +259,11 @@ impl TensorOutcome {
         }
     }
 
+    /// A tensor of a type the registry lacks: listed with the reason, never left out.
+    pub fn unsupported(name: String, reason: String) -> TensorOutcome {
+        TensorOutcome { name, verdict: "unsupported".into(), report: None, error: Some(reason), seconds: 0.0 }
+    }
+
     pub fn failed(&self) -> bool {
         matches!(self.verdict.as_str(), "FAIL" | "error")
     }
@@ -278,12 +284,16 @@ pub struct VerifyReport {
     pub seed: u64,
     pub tensors: Vec<TensorOutcome>,
     pub failed: usize,
+    /// Tensors not checked because the registry lacks their type (verdict `unsupported`).
+    #[serde(default)]
+    pub unsupported: usize,
 }
 
 impl VerifyReport {
     pub fn new(file: String, platform: &Platform, seed: u64, tensors: Vec<TensorOutcome>) -> VerifyReport {
         let failed = tensors.iter().filter(|t| t.failed()).count();
-        VerifyReport { producer: producer(), file, platform: platform.clone(), seed, tensors, failed }
+        let unsupported = tensors.iter().filter(|t| t.verdict == "unsupported").count();
+        VerifyReport { producer: producer(), file, platform: platform.clone(), seed, tensors, failed, unsupported }
     }
 
     /// Every check of every tensor, for the per-format summary.

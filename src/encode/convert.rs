@@ -84,6 +84,9 @@ pub fn convert(t: &FloatTensor, format: Format, method: Option<Method>) -> Resul
                 // bf16 words are kept bit for bit; anything else is rounded by the one named
                 // conversion, f32_to_bf16 (f16 is widened to f32 exactly first).
                 (Format::Bf16, FloatData::Bf16(words)) => direct::persist(format, &t.shape, DirectSource::Bf16(words)),
+                // fp16 keeps f16 words bit for bit; no rounding into binary16 is named, so
+                // another source type is refused by persist.
+                (Format::Fp16, FloatData::F16(words)) => direct::persist(format, &t.shape, DirectSource::F16(words)),
                 (Format::Bf16, _) => direct::f32_to_bf16(&t.shape, &t.to_f32()?),
                 // f16 and bf16 widen to f32 exactly, so persisting the widened words loses nothing.
                 _ => direct::persist(format, &t.shape, DirectSource::F32(&t.to_f32()?)),

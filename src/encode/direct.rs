@@ -14,6 +14,7 @@ use crate::words::{DirectWords, LogicalWords};
 pub enum DirectSource<'a> {
     F32(&'a [f32]),
     Bf16(&'a [u16]),
+    F16(&'a [u16]),
     I32(&'a [i32]),
 }
 
@@ -22,6 +23,7 @@ impl DirectSource<'_> {
         match self {
             DirectSource::F32(_) => "f32",
             DirectSource::Bf16(_) => "bf16",
+            DirectSource::F16(_) => "f16",
             DirectSource::I32(_) => "i32",
         }
     }
@@ -35,12 +37,14 @@ fn store(format: Format, shape: &[usize], words: Vec<u32>, provenance: Provenanc
     Ok(Encoded { tensor, provenance })
 }
 
-/// Persists words of the same type bit for bit: f32 → fp32, bf16 → bf16, i32 → int32. Any other
+/// Persists words of the same type bit for bit: f32 → fp32, bf16 → bf16, f16 → fp16, i32 → int32. Any other
 /// pairing is refused: a conversion between types is never implicit.
 pub fn persist(format: Format, shape: &[usize], source: DirectSource) -> Result<Encoded> {
     let words: Vec<u32> = match (format, source) {
         (Format::Fp32, DirectSource::F32(v)) => v.iter().map(|x| x.to_bits()).collect(),
-        (Format::Bf16, DirectSource::Bf16(v)) => v.iter().map(|&w| w as u32).collect(),
+        (Format::Bf16, DirectSource::Bf16(v)) | (Format::Fp16, DirectSource::F16(v)) => {
+            v.iter().map(|&w| w as u32).collect()
+        }
         (Format::Int32, DirectSource::I32(v)) => v.iter().map(|&i| i as u32).collect(),
         (target, source) => {
             return Err(Error::Unsupported(format!(

@@ -1,5 +1,6 @@
-//! ggml's 32- and 64-value blocks: q8_0, q4_0, q5_0, q2_0 and iq4_nl. Each value is one product
-//! of exactly representable factors, `d * q`, as in ggml's `dequantize_row_*`.
+//! ggml's 32- and 64-value blocks: q8_0, q4_0, q5_0, q4_1, q5_1, q2_0 and iq4_nl. Each value is
+//! one product of exactly representable factors, `d * q`, plus for q4_1 and q5_1 the block's
+//! minimum `m` (one rounding), as in ggml's `dequantize_row_*`.
 
 use super::{f16_at, tables::KVALUES_IQ4NL};
 
@@ -33,6 +34,31 @@ pub fn q5_0(b: &[u8], y: &mut [f32]) {
         let q = b[6 + j] as u32;
         y[j] = (((q & 0x0F) | xh0) as i32 - 16) as f32 * d;
         y[j + 16] = (((q >> 4) | xh1) as i32 - 16) as f32 * d;
+    }
+}
+
+/// block_q4_1 { ggml_half d; ggml_half m; uint8_t qs[16]; }: q4_0's nibbles unsigned,
+/// `y = q * d + m` (the product is exact, so the addition is the one rounding).
+pub fn q4_1(b: &[u8], y: &mut [f32]) {
+    let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+    for j in 0..16 {
+        let q = b[4 + j];
+        y[j] = (q & 0x0F) as f32 * d + m;
+        y[j + 16] = (q >> 4) as f32 * d + m;
+    }
+}
+
+/// block_q5_1 { ggml_half d; ggml_half m; uint8_t qh[4]; uint8_t qs[16]; }: q5_0's five-bit
+/// levels unsigned, `y = q * d + m`.
+pub fn q5_1(b: &[u8], y: &mut [f32]) {
+    let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+    let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    for j in 0..16 {
+        let xh0 = ((qh >> j) << 4) & 0x10;
+        let xh1 = (qh >> (j + 12)) & 0x10;
+        let q = b[8 + j] as u32;
+        y[j] = ((q & 0x0F) | xh0) as f32 * d + m;
+        y[j + 16] = ((q >> 4) | xh1) as f32 * d + m;
     }
 }
 

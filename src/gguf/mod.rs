@@ -27,6 +27,8 @@ pub fn block_decoder(format: Format) -> Option<BlockFn> {
         GgufQ8_0 => legacy::q8_0,
         GgufQ4_0 => legacy::q4_0,
         GgufQ5_0 => legacy::q5_0,
+        GgufQ4_1 => legacy::q4_1,
+        GgufQ5_1 => legacy::q5_1,
         GgufQ2_0 => legacy::q2_0,
         GgufIq4Nl => legacy::iq4_nl,
         GgufQ2K => kquants::q2_k,
@@ -43,7 +45,7 @@ pub fn block_decoder(format: Format) -> Option<BlockFn> {
         GgufIq1M => iquants::iq1_m,
         GgufIq4Xs => iquants::iq4_xs,
         Bf16 | Fp32 | Int32 | Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 | Nvfp4
-        | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 => return None,
+        | Fp8E4m3fnRowBf16 | Fp8E4m3fnRowFp16 | Fp16 => return None,
     })
 }
 

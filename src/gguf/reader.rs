@@ -339,11 +339,12 @@ fn unregistered(ggml_type: u32) -> (&'static str, Option<(u64, u64)>) {
     }
 }
 
-/// The registered format of a ggml type: gguf_* block formats, and ggml's plain f32, bf16 and
-/// i32 tensors, which are `contiguous_le_v1` words in C order once the dimensions are reversed.
+/// The registered format of a ggml type: gguf_* block formats, and ggml's plain f32, f16, bf16
+/// and i32 tensors, which are `contiguous_le_v1` words in C order once the dimensions are reversed.
 fn registered(ggml_type: u32) -> Option<Format> {
     match ggml_type {
         0 => Some(Format::Fp32),
+        1 => Some(Format::Fp16),
         26 => Some(Format::Int32),
         30 => Some(Format::Bf16),
         t => Format::from_ggml_type(t),

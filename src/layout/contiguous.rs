@@ -21,7 +21,7 @@ pub struct Geometry {
 impl Geometry {
     pub fn new(format: Format, shape: &[usize]) -> Result<Self> {
         let word_bytes = match format.spec().geometry {
-            FormatGeometry::Direct { bytes } => bytes,
+            FormatGeometry::Direct { bytes, .. } => bytes,
             FormatGeometry::Grouped { .. }
             | FormatGeometry::BlockScaled { .. }
             | FormatGeometry::RowScaled { .. }

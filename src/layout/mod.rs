@@ -64,14 +64,14 @@ impl Format {
     pub const fn layouts(self) -> &'static [Layout] {
         use Format::*;
         match self {
-            Bf16 | Fp32 | Int32 => &[Layout::ContiguousLeV1],
+            Bf16 | Fp32 | Int32 | Fp16 => &[Layout::ContiguousLeV1],
             Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 => &[Layout::RowSplitK128V1],
             Nvfp4 => &[Layout::BlockScaleK16M128x4V1],
             Fp8E4m3fnRowBf16 => &[Layout::RowScaleV1],
             Fp8E4m3fnRowFp16 => &[Layout::RowInterleavedV1],
             GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufQ2K | GgufQ3K | GgufQ4K | GgufQ5K | GgufQ6K
             | GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq4Nl | GgufIq3S | GgufIq2S | GgufIq4Xs
-            | GgufIq1M => &[Layout::GgufBlocksV1],
+            | GgufIq1M | GgufQ4_1 | GgufQ5_1 => &[Layout::GgufBlocksV1],
         }
     }
 

@@ -225,8 +225,12 @@ pub fn conformance_html(r: &Report) -> String {
 
 /// A verify run as one HTML page: the tensors, then the summary per format.
 pub fn verify_html(r: &VerifyReport) -> String {
+    let unchecked = match r.unsupported {
+        0 => String::new(),
+        u => format!(", {u} not checked (type not registered)"),
+    };
     let mut body = format!(
-        "<h1>ninfer-wgpu verify: {}</h1>\n<p><b>{} tensors, {} failed</b> on {}</p>\n{}",
+        "<h1>ninfer-wgpu verify: {}</h1>\n<p><b>{} tensors, {} failed{unchecked}</b> on {}</p>\n{}",
         escape(&r.file),
         r.tensors.len(),
         r.failed,

@@ -275,8 +275,11 @@ impl NinferGpu {
         future_to_promise(async move {
             let seed = seed_or_fresh(seed);
             let mut rng = Rng::new(seed);
+            // The whole file unless names are given: a tensor of a type the registry lacks is
+            // listed as not checked, never left out.
+            let unsupported = if names.is_none() { model.unsupported_tensors() } else { Vec::new() };
             let names = names.unwrap_or_else(|| model.tensor_names());
-            let mut tensors = Vec::with_capacity(names.len());
+            let mut tensors = Vec::with_capacity(names.len() + unsupported.len());
             for (i, name) in names.iter().enumerate() {
                 let start = now_seconds();
                 let report = match model.tensor(name) {
@@ -288,6 +291,7 @@ impl NinferGpu {
                     let _ = f.call2(&JsValue::NULL, &((i + 1) as u32).into(), &(names.len() as u32).into());
                 }
             }
+            tensors.extend(unsupported.into_iter().map(|(name, why)| TensorOutcome::unsupported(name, why)));
             to_js(&VerifyReport::new(file, gpu.platform(), seed, tensors))
         })
     }

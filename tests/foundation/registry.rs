@@ -1,6 +1,6 @@
 //! The registry, row by row against the tables of numeric-formats.txt and layouts.md.
 
-use ninfer_wgpu::format::{Category, CodeMapping, Geometry};
+use ninfer_wgpu::format::{Category, CodeMapping, DirectWord, Geometry};
 use ninfer_wgpu::{Error, Format, Layout};
 
 /// (name, code bits, group, qmin, qmax, full-group bits/weight) — section 1's grouped table.
@@ -35,9 +35,16 @@ const GGUF: [(&str, u32, usize, usize, f64); 18] = [
     ("gguf_iq1_m", 29, 256, 56, 1.75),
 ];
 
-/// layouts.md's closed pair table.
+/// (name, ggml type, block values, block bytes, bits/weight) — ggml's types past the reference's
+/// table, registered with the numeric definitions of docs/ggml-formats.md (ggml-common.h's
+/// block structs).
+const GGUF_ADDITIONAL: [(&str, u32, usize, usize, f64); 2] =
+    [("gguf_q4_1", 3, 32, 20, 5.0), ("gguf_q5_1", 7, 32, 24, 6.0)];
+
+/// layouts.md's closed pair table, with the additional formats of docs/ggml-formats.md in
+/// the layouts that format reference gives their kind (direct words, ggml blocks).
 const PAIRS: [(&str, &[&str]); 6] = [
-    ("contiguous_le_v1", &["bf16", "fp32", "int32"]),
+    ("contiguous_le_v1", &["bf16", "fp32", "int32", "fp16"]),
     ("row_split_k128_v1", &["q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16"]),
     ("block_scale_k16_m128x4_v1", &["nvfp4"]),
     ("row_scale_v1", &["fp8_e4m3fn_row_bf16"]),
@@ -63,6 +70,8 @@ const PAIRS: [(&str, &[&str]); 6] = [
             "gguf_iq2_s",
             "gguf_iq4_xs",
             "gguf_iq1_m",
+            "gguf_q4_1",
+            "gguf_q5_1",
         ],
     ),
 ];
@@ -70,9 +79,10 @@ const PAIRS: [(&str, &[&str]); 6] = [
 #[test]
 fn registry_holds_exactly_the_reference_formats() {
     // The reference's tables: three direct formats, the grouped table, nvfp4 and two fp8 rows,
-    // and the GGUF table; each row is checked by the tests below.
+    // and the GGUF table; then docs/ggml-formats.md's fp16 and additional ggml types. Each row
+    // is checked by the tests below.
     let reference = 3 + GROUPED.len() + 3 + GGUF.len();
-    assert_eq!(Format::ALL.len(), reference);
+    assert_eq!(Format::ALL.len(), reference + 1 + GGUF_ADDITIONAL.len());
     let mut names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
     names.sort();
     names.dedup();
@@ -85,14 +95,17 @@ fn registry_holds_exactly_the_reference_formats() {
 
 #[test]
 fn direct_rows_match_the_reference() {
-    for (name, bits, category) in
-        [("bf16", 16, Category::DirectFloat), ("fp32", 32, Category::DirectFloat), ("int32", 32, Category::DirectInt)]
-    {
+    for (name, bits, category, word) in [
+        ("bf16", 16, Category::DirectFloat, DirectWord::Bf16),
+        ("fp32", 32, Category::DirectFloat, DirectWord::Binary32),
+        ("int32", 32, Category::DirectInt, DirectWord::Int32),
+        ("fp16", 16, Category::DirectFloat, DirectWord::Binary16),
+    ] {
         let f: Format = name.parse().unwrap();
         let spec = f.spec();
         assert_eq!(spec.category, category, "{name}");
         assert_eq!(spec.code_bits, Some(bits), "{name}");
-        assert_eq!(spec.geometry, Geometry::Direct { bytes: bits as usize / 8 }, "{name}");
+        assert_eq!(spec.geometry, Geometry::Direct { bytes: bits as usize / 8, word }, "{name}");
         assert_eq!(f.bits_per_weight(), bits as f64, "{name}");
         assert_eq!(spec.gguf, None);
     }
@@ -124,7 +137,7 @@ fn float_rows_match_the_reference() {
 
 #[test]
 fn gguf_rows_match_the_reference() {
-    for (name, ggml, values, bytes, bpw) in GGUF {
+    for (name, ggml, values, bytes, bpw) in GGUF.into_iter().chain(GGUF_ADDITIONAL) {
         let f: Format = name.parse().unwrap();
         let spec = f.spec();
         assert_eq!(spec.category, Category::GgufBlock, "{name}");
@@ -133,7 +146,11 @@ fn gguf_rows_match_the_reference() {
         assert_eq!(f.bits_per_weight(), bpw, "{name}");
         assert_eq!(Format::from_ggml_type(ggml), Some(f), "{name} by ggml type");
     }
-    assert_eq!(Format::from_ggml_type(1), None, "f16 (ggml type 1) is not registered");
+    // f16 (ggml type 1) is a direct format, not a block type; tq1_0, tq2_0 and mxfp4 are not
+    // registered yet.
+    for id in [1, 34, 35, 39] {
+        assert_eq!(Format::from_ggml_type(id), None, "ggml type {id}");
+    }
 }
 
 #[test]

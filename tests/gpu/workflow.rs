@@ -185,7 +185,14 @@ fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let refused = run(&["import", &path(&gguf), &path(&imported)]);
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(refused.status.code() == Some(2) && err.contains("q4_1") && err.contains("--skip-unsupported"), "{err}");
+    assert!(refused.status.code() == Some(2) && err.contains("tq1_0") && err.contains("--skip-unsupported"), "{err}");
+    // `inspect` gives a refused tensor's shape outermost first, as a registered one's: the
+    // fixture's tensors are 3 rows of 512 values (GGUF dimensions 512, 3) whatever their type.
+    let listing: serde_json::Value = serde_json::from_slice(&run(&["inspect", &path(&gguf), "--json"]).stdout).unwrap();
+    for t in listing["tensors"].as_array().unwrap().iter().filter(|t| t["id"].as_str().unwrap().starts_with("tq")) {
+        assert!(t["error"].as_str().unwrap().contains("format not registered"), "{t}");
+        assert_eq!(t["shape"], serde_json::json!([3, 512]), "{t}");
+    }
     let out = run(&["import", &path(&gguf), &path(&imported), "--skip-unsupported"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Every registered tensor's bytes, unchanged, under its GGUF name.
@@ -201,14 +208,35 @@ fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
     assert_eq!(gguf_meta["test.string"], "ninfer ✓");
     // The imported file verifies on every adapter; the GGUF itself on the first (the bytes are
     // the same, asserted above, so the other adapters would compile and run the same kernels).
-    let runs = selectors.iter().map(|s| (s, &imported)).chain(selectors.first().map(|s| (s, &gguf)));
-    for (selector, file) in runs {
-        let out = run(&["verify", &path(file), "--adapter", selector, "--json"]);
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{selector}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-        assert!(out.status.success() && report["failed"] == 0, "{selector} {}: {report}", file.display());
-        let tensors = report["tensors"].as_array().unwrap();
-        assert_eq!(tensors.len(), count, "{selector}: every tensor verified");
+    // The GGUF's tensors of types the registry lacks are listed as not checked, and fail the run
+    // unless --skip-unsupported says that is accepted: none is left out silently.
+    let unregistered = g.tensors.len() - count;
+    assert!(unregistered > 0, "the fixture holds types the registry lacks");
+    let runs = selectors.iter().map(|s| (s, &imported, false)).chain(selectors.first().map(|s| (s, &gguf, true)));
+    for (selector, file, is_gguf) in runs {
+        let verify = |skip: bool| {
+            let mut args =
+                vec!["verify".to_string(), path(file), "--adapter".into(), selector.clone(), "--json".into()];
+            if skip {
+                args.push("--skip-unsupported".into());
+            }
+            let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{selector}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+            (out.status.code(), report)
+        };
+        let (code, report) = verify(is_gguf);
+        assert!(code == Some(0) && report["failed"] == 0, "{selector} {}: {report}", file.display());
+        let all = report["tensors"].as_array().unwrap();
+        let tensors: Vec<&serde_json::Value> = all.iter().filter(|t| t["verdict"] != "unsupported").collect();
+        assert_eq!(tensors.len(), count, "{selector}: every registered tensor verified");
+        if is_gguf {
+            assert_eq!((all.len(), report["unsupported"].as_u64()), (g.tensors.len(), Some(unregistered as u64)));
+            let (code, strict) = verify(false);
+            assert_eq!((code, &strict["unsupported"]), (Some(1), &report["unsupported"]), "{strict}");
+            let listed = all.iter().find(|t| t["verdict"] == "unsupported").unwrap();
+            assert!(listed["error"].as_str().unwrap().contains("format not registered"), "{listed}");
+        }
         for t in tensors {
             let ops: Vec<&str> = t["report"]["results"]
                 .as_array()

@@ -257,6 +257,10 @@ pub enum Command {
         /// Also write a self-contained HTML report (device facts, per-tensor table, chart).
         #[arg(long, value_name = "FILE.html")]
         report: Option<PathBuf>,
+        /// Exit 0 although some GGUF tensors have types the registry lacks (they are listed and
+        /// counted as not checked either way).
+        #[arg(long)]
+        skip_unsupported: bool,
         #[arg(long)]
         json: bool,
     },

@@ -57,7 +57,8 @@ fn gguf_row<'a>(t: &'a TensorInfo, platform: Option<&Platform>) -> GgufRow<'a> {
             layout: None,
             matmul: None,
             matmul_a8: None,
-            shape: t.dims.to_vec(),
+            // In the order a registered tensor's is printed (outermost first), not GGUF's.
+            shape: t.shape().into_iter().map(|d| d as u64).collect(),
         },
     }
 }

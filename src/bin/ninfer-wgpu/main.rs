@@ -66,8 +66,9 @@ fn main() -> ExitCode {
             let on = llm::On { device: files::Device::Gpu, profile, options: gpu.options(), context: 0 };
             llm::verify_forward(&file, tokens.as_deref(), &on, json)
         }
-        Command::Verify { file, gpu, seed, report, json, .. } => {
-            verify::verify(&file, gpu.options(), seed, verify::Outputs { json, html: report.as_deref() })
+        Command::Verify { file, gpu, seed, report, json, skip_unsupported, .. } => {
+            let out = verify::Outputs { json, html: report.as_deref() };
+            verify::verify(&file, gpu.options(), seed, skip_unsupported, out)
         }
         Command::Logits { model, tokens, run, output } => llm::logits(&model, &tokens, &run.on(), output.as_deref()),
         Command::Perplexity { model, text_file, run, json } => llm::perplexity(&model, &text_file, &run.on(), json),

@@ -18,7 +18,15 @@ pub struct Outputs<'a> {
     pub html: Option<&'a Path>,
 }
 
-pub fn verify(file: &Path, options: GpuOptions, seed: Option<u64>, out: Outputs) -> Result<bool, Error> {
+/// Checks every tensor; `Ok(false)` on a failure, and on a tensor of a type the registry lacks
+/// unless `skip_unsupported` (such tensors are listed and counted either way).
+pub fn verify(
+    file: &Path,
+    options: GpuOptions,
+    seed: Option<u64>,
+    skip_unsupported: bool,
+    out: Outputs,
+) -> Result<bool, Error> {
     let opened = Model::open(file)?;
     let gpu = block_on(Gpu::open(&options))?;
     let seed = match seed {
@@ -37,6 +45,7 @@ pub fn verify(file: &Path, options: GpuOptions, seed: Option<u64>, out: Outputs)
         bar.inc(1);
     }
     bar.finish_and_clear();
+    tensors.extend(opened.unsupported_tensors().into_iter().map(|(name, why)| TensorOutcome::unsupported(name, why)));
     let shown = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let report = VerifyReport::new(shown, gpu.platform(), seed, tensors);
     if let Some(path) = out.html {
@@ -46,7 +55,7 @@ pub fn verify(file: &Path, options: GpuOptions, seed: Option<u64>, out: Outputs)
     }
     if out.json {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Io(e.to_string()))?);
-        return Ok(report.failed == 0);
+        return Ok(report.failed == 0 && (skip_unsupported || report.unsupported == 0));
     }
     println!("verify {} on {}", file.display(), gpu.platform().summary());
     println!("seed {seed} (replay with --seed {seed})");
@@ -78,9 +87,17 @@ pub fn verify(file: &Path, options: GpuOptions, seed: Option<u64>, out: Outputs)
                     println!("    {} {}: {}", c.op, c.variant, c.detail);
                 }
             }
+            (None, e) if t.verdict == "unsupported" => {
+                println!("{:<32} not checked: {}", t.name, e.as_deref().unwrap_or(""))
+            }
             (None, e) => println!("{:<32} error: {}", t.name, e.as_deref().unwrap_or("")),
         }
     }
-    println!("{} tensors, {} failed (seed {seed})", report.tensors.len(), report.failed);
-    Ok(report.failed == 0)
+    let unchecked = match report.unsupported {
+        0 => String::new(),
+        u if skip_unsupported => format!(", {u} not checked (type not registered; --skip-unsupported)"),
+        u => format!(", {u} not checked (type not registered; --skip-unsupported accepts that)"),
+    };
+    println!("{} tensors, {} failed{unchecked} (seed {seed})", report.tensors.len(), report.failed);
+    Ok(report.failed == 0 && (skip_unsupported || report.unsupported == 0))
 }

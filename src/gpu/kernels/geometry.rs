@@ -124,7 +124,7 @@ impl RowBlock {
 pub fn matvec_by_rows(format: Format) -> bool {
     match format {
         // Whole-word decodes: matvec's kernel is as fast or faster.
-        Format::Bf16 | Format::Fp32 | Format::Int32 => false,
+        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::Fp16 => false,
         // Ties by rows alone, gains with the row tiles that come with it
         // (docs/performance.md#one-column-by-rows).
         Format::GgufQ8_0
@@ -153,7 +153,9 @@ pub fn matvec_by_rows(format: Format) -> bool {
         | Format::GgufIq3S
         | Format::GgufIq2S
         | Format::GgufIq4Xs
-        | Format::GgufIq1M => true,
+        | Format::GgufIq1M
+        | Format::GgufQ4_1
+        | Format::GgufQ5_1 => true,
     }
 }
 

@@ -15,7 +15,7 @@ use grids::{IQ1_GRID_LEVELS, IQ2_GRID_LEVELS};
 pub use ops::*;
 
 use crate::error::{Error, Result};
-use crate::format::{A8Reader, Category, CodeMapping, Geometry, ScaleWord};
+use crate::format::{A8Reader, Category, CodeMapping, DirectWord, Geometry, ScaleWord};
 use crate::layout::row_split;
 use std::fmt::Write;
 
@@ -89,7 +89,13 @@ pub fn constants(key: KernelKey) -> Result<String> {
         .map_err(w)?;
     writeln!(s, "const COMPUTED_NAN: u32 = {:#x}u;", crate::gguf::COMPUTED_NAN).map_err(w)?;
     match format.spec().geometry {
-        Geometry::Direct { bytes } => writeln!(s, "const WORD_BYTES: u32 = {bytes}u;").map_err(w)?,
+        Geometry::Direct { bytes, word } => {
+            let binary16 = match word {
+                DirectWord::Binary16 => true,
+                DirectWord::Bf16 | DirectWord::Binary32 | DirectWord::Int32 => false,
+            };
+            writeln!(s, "const WORD_BYTES: u32 = {bytes}u;\nconst WORD_BINARY16: bool = {binary16};").map_err(w)?
+        }
         Geometry::Grouped { group, mapping, .. } => {
             let p = row_split::plane_spec(format)
                 .ok_or_else(|| Error::Unsupported(format!("{format} has no row_split plane spec")))?;
