@@ -61,6 +61,9 @@ registry! {
     Fp16,
     GgufQ4_1,
     GgufQ5_1,
+    GgufMxfp4,
+    GgufTq1_0,
+    GgufTq2_0,
 }
 
 /// The five categories of the reference, with GGUF blocks as the sixth family.
@@ -139,6 +142,8 @@ pub enum F16Fields {
     At(&'static [usize]),
     /// iq1_m: one binary16 spread over the top nibbles of four u16 words from this offset.
     TopNibbles(usize),
+    /// mxfp4: no binary16 field; the block's scale is an E8M0 exponent byte at this offset.
+    E8m0(usize),
 }
 
 /// The i-quant grid a ggml type's decoders look their values up in (ggml's `*_grid` tables,
@@ -332,6 +337,15 @@ impl Format {
             // docs/ggml-formats.md: ggml's types past the format reference's 18.
             GgufQ4_1 => gguf("gguf_q4_1", ggml(3, "q4_1", 32, 20, DM, true, None, Chunk, RowsTogether)),
             GgufQ5_1 => gguf("gguf_q5_1", ggml(7, "q5_1", 32, 24, DM, true, None, Chunk, RowAtATime)),
+            GgufMxfp4 => {
+                gguf("gguf_mxfp4", ggml(39, "mxfp4", 32, 17, F16Fields::E8m0(0), false, None, Chunk, RowAtATime))
+            }
+            GgufTq1_0 => {
+                gguf("gguf_tq1_0", ggml(34, "tq1_0", 256, 54, F16Fields::At(&[52]), false, None, Chunk, RowAtATime))
+            }
+            GgufTq2_0 => {
+                gguf("gguf_tq2_0", ggml(35, "tq2_0", 256, 66, F16Fields::At(&[64]), false, None, Pair, RowAtATime))
+            }
             GgufIq1M => gguf(
                 "gguf_iq1_m",
                 ggml(29, "iq1_m", 256, 56, F16Fields::TopNibbles(48), false, Some(Grid::Iq1S), Pair, RowAtATime),

@@ -120,6 +120,20 @@ fn grouped_scale(rng: &mut Rng, words: Words, q2: bool) -> u16 {
     }
 }
 
+/// A random E8M0 scale byte (mxfp4's `2^(e - 128)`): mostly about 2^-16 .. 2^8, sometimes an edge
+/// — for codecs the two binary32-subnormal scales and the overflowing top ones, for products
+/// only finite weights far from the subnormals.
+fn e8m0_scale(rng: &mut Rng, words: Words) -> u8 {
+    let edge: &[u8] = match words {
+        Words::All => &[0, 1, 2, 254, 255],
+        Words::Finite => &[100, 150],
+    };
+    match rng.below(8) {
+        0 => edge[rng.below(edge.len() as u64) as usize],
+        _ => rng.range(112, 136) as u8,
+    }
+}
+
 fn direct(format: Format, shape: &[usize], kind: DirectWord, rng: &mut Rng, words: Words) -> DirectWords {
     let count: usize = shape.iter().product();
     let word = |rng: &mut Rng| -> u32 {
@@ -241,6 +255,7 @@ fn gguf_blocks(
                     block[at..at + 2].copy_from_slice(&grouped_scale(rng, words, false).to_le_bytes());
                 }
             }
+            F16Fields::E8m0(at) => block[at] = e8m0_scale(rng, words),
             F16Fields::TopNibbles(at) => {
                 let d = grouped_scale(rng, words, false);
                 for i in 0..4 {

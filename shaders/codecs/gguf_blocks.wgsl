@@ -1,5 +1,6 @@
 // gguf_blocks_v1: ggml's blocks kept byte for byte — the legacy 32/64-value blocks (q8_0, q4_0,
-// q5_0, iq4_nl, q2_0), the 256-value k-quants (q2_K..q6_K) and i-quants (iq1_s..iq4_xs). Block
+// q5_0, q4_1, q5_1, iq4_nl, q2_0, mxfp4), the 256-value ternary blocks (tq1_0, tq2_0), k-quants
+// (q2_K..q6_K) and i-quants (iq1_s..iq4_xs). Block
 // b of row `row` is at plane0 byte off0 + record_at(row, b, ...) (row by row or in row tiles,
 // shaders/common.wgsl); blocks are BLOCK_BYTES long and not 4-byte
 // aligned in general (q4_0 is 18 bytes, q6_K 210), so every read goes through the unaligned
@@ -230,20 +231,28 @@ fn levels_q5_1(base: u32, j: u32, in_row: u32) -> Chunk {
     return q;
 }
 
-// kvalues_iq4nl packed four int8 per u32 (read by shifts: a dynamically indexed const array is
-// copied to function memory by some compilers).
-fn kvalue_byte(i: u32) -> u32 {
-    let words = vec4<u32>(0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u);
-    let w = select(select(words.x, words.y, i >= 4u), select(words.z, words.w, i >= 12u), i >= 8u);
+// A 16-entry int8 table packed four per u32, read by shifts: a dynamically indexed const array
+// is copied to function memory by some compilers.
+const KVALUES_IQ4NL = vec4<u32>(0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u);
+// kvalues_mxfp4: E2M1's values doubled, {0, 1, 2, 3, 4, 6, 8, 12} then their negatives (E2M1's
+// -0 is the integer 0).
+const KVALUES_MXFP4 = vec4<u32>(0x03020100u, 0x0c080604u, 0xfdfeff00u, 0xf4f8fafcu);
+
+fn table_byte(table: vec4<u32>, i: u32) -> u32 {
+    let w = select(select(table.x, table.y, i >= 4u), select(table.z, table.w, i >= 12u), i >= 8u);
     return (w >> (8u * (i & 3u))) & 255u;
 }
 
-fn kvalue_iq4nl(i: u32) -> f32 {
-    return f32(bitcast<i32>(kvalue_byte(i) << 24u) >> 24u);
+fn table_value(table: vec4<u32>, i: u32) -> f32 {
+    return f32(bitcast<i32>(table_byte(table, i) << 24u) >> 24u);
+}
+
+fn table4(table: vec4<u32>, n: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(table_value(table, n.x), table_value(table, n.y), table_value(table, n.z), table_value(table, n.w));
 }
 
 fn kvalues4(n: vec4<u32>) -> vec4<f32> {
-    return vec4<f32>(kvalue_iq4nl(n.x), kvalue_iq4nl(n.y), kvalue_iq4nl(n.z), kvalue_iq4nl(n.w));
+    return table4(KVALUES_IQ4NL, n);
 }
 
 // iq4_nl: d, 16 bytes of nibbles; q = kvalues_iq4nl[nibble].
@@ -268,6 +277,94 @@ fn levels_q2_0(base: u32, sub: u32, c: u32) -> Chunk {
         }
     }
     return q;
+}
+
+// mxfp4 (17 bytes: an E8M0 byte e, then nibbles as q4_0's): q = kvalues_mxfp4[nibble], scale
+// 2^(e - 128) (ggml's E8M0_TO_FP32_HALF; e = 255 is 2^127, not OCP MX's NaN). For e < 2 that
+// scale is a binary32 subnormal, which a device that flushes reads as 0, losing weights as large
+// as 12 · 2^-128 (a normal); there the levels are quartered (exactly) and the scale is 2^(e - 126),
+// so every weight's one product is exact on every device and only subnormal weights can flush.
+fn mxfp4_low_scale(base: u32) -> bool {
+    return p0_u8_at(base) < 2u;
+}
+
+fn affine_mxfp4(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    let e = p0_u8_at(base);
+    return scale_only(bitcast<f32>(select(e - 1u, e + 1u, e < 2u) << 23u));
+}
+
+fn levels_mxfp4(base: u32, j: u32, in_row: u32) -> Chunk {
+    let n = legacy_nibbles(base + 1u);
+    let k = select(1.0, 0.25, mxfp4_low_scale(base));
+    var q: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        q[i] = table4(KVALUES_MXFP4, n[i]) * k;
+    }
+    return q;
+}
+
+// ---- ternary 256-value blocks (tq1_0, tq2_0: sub-block j = c % 8), d at the block's end --------
+
+// Digit n (0..4) of each byte of w, as ggml's dequantize_row_tq1_0 takes it: the byte times 3^n
+// modulo 256, then its top trit, (q * 3) >> 8, in 0..2.
+fn trits(w: u32, n: u32) -> vec4<u32> {
+    var p = 1u;
+    for (var k = 0u; k < n; k++) {
+        p *= 3u;
+    }
+    let q = (((vec4<u32>(w) >> BYTE_SHIFTS) & vec4<u32>(255u)) * p) & vec4<u32>(255u);
+    return (q * 3u) >> vec4<u32>(8u);
+}
+
+// tq1_0 (54 bytes: qs[48], qh[4], d) sub-block j's 32 trits t: j < 5 is digit j of qs[0..32];
+// 5 and 6 are digits 2(j - 5) and 2(j - 5) + 1 of qs[32..48] for values 0..15 and 16..31; 7 is
+// digit 4 of qs[32..48], then value 16 + 4n + m is digit n of qh[m].
+fn tq1_0_trits(base: u32, j: u32) -> array<vec4<u32>, 8> {
+    var t: array<vec4<u32>, 8>;
+    if j < 5u {
+        let lo = block_words4(base);
+        let hi = block_words4(base + 16u);
+        for (var i = 0u; i < 4u; i++) {
+            t[i] = trits(lo[i], j);
+            t[i + 4u] = trits(hi[i], j);
+        }
+        return t;
+    }
+    let w = block_words4(base + 32u);
+    let n = 2u * (j - 5u);
+    let qh = block_u32_at(base + 48u);
+    for (var i = 0u; i < 4u; i++) {
+        t[i] = trits(w[i], n);
+        t[i + 4u] = select(trits(w[i], n + 1u), trits(qh, i), j == 7u);
+    }
+    return t;
+}
+
+// The ternary levels q = t - 1 of 32 unsigned digits.
+fn less_one(t: array<vec4<u32>, 8>) -> Chunk {
+    var q: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        q[i] = vec4<f32>(vec4<i32>(t[i]) - vec4<i32>(1));
+    }
+    return q;
+}
+
+fn levels_tq1_0(base: u32, j: u32, in_row: u32) -> Chunk {
+    return less_one(tq1_0_trits(base, j));
+}
+
+fn affine_tq1_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return scale_only(f16_at(base + 52u));
+}
+
+// tq2_0 (66 bytes: qs[64], d): sub-block j = 4h + l is bits 2l..2l+1 of qs[32h..32h + 32] (as
+// q2_K's codes); q = t - 1.
+fn levels_tq2_0(base: u32, j: u32, in_row: u32) -> Chunk {
+    return less_one(two_bit_levels(base, j));
+}
+
+fn affine_tq2_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return scale_only(f16_at(base + 64u));
 }
 
 // ---- k-quants (256-value blocks, sub-block j = c % 8) ----------------------------------------

@@ -46,17 +46,26 @@ fn ternary_codes(i: u32, plus: bool) -> u32 {
     return select(b - 0x01010101u, b + 0x01010101u, plus) ^ 0x80808080u;
 }
 
-// kvalues_iq4nl of four nibble bytes, as int8 bytes.
-fn kvalue_bytes(n: u32) -> u32 {
+// A 16-entry table (table_byte) applied to four nibble bytes, as int8 bytes.
+fn table_bytes(table: vec4<u32>, n: u32) -> u32 {
     var out = 0u;
     for (var k = 0u; k < 4u; k++) {
-        out |= kvalue_byte((n >> (8u * k)) & 15u) << (8u * k);
+        out |= table_byte(table, (n >> (8u * k)) & 15u) << (8u * k);
     }
     return out;
 }
 
+fn table_words(table: vec4<u32>, n: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(table_bytes(table, n.x), table_bytes(table, n.y), table_bytes(table, n.z), table_bytes(table, n.w));
+}
+
 fn kvalue_words(n: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(kvalue_bytes(n.x), kvalue_bytes(n.y), kvalue_bytes(n.z), kvalue_bytes(n.w));
+    return table_words(KVALUES_IQ4NL, n);
+}
+
+// Four values (0..255) as the bytes of one word, lowest first.
+fn pack_bytes(v: vec4<u32>) -> u32 {
+    return v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
 }
 
 fn with_offsets(f: vec4<f32>, k: f32) -> vec4<f32> {
@@ -92,6 +101,19 @@ fn affine8_q5_1(base: u32, j: u32, in_row: u32) -> vec4<f32> {
 
 fn affine8_q2_0(base: u32, j: u32, c: u32) -> vec4<f32> {
     return with_offsets(scale_only(f16_at(base)), 1.0);
+}
+
+// mxfp4's codes are kvalues_mxfp4 (integers), so its map is the true scale 2^(e - 128) — a
+// binary32 subnormal for e < 2 (ggml's bits), which A8 on a flushing device reads as 0; the
+// A32 map avoids it (affine_mxfp4).
+fn affine8_mxfp4(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    let e = p0_u8_at(base);
+    return scale_only(bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u)));
+}
+
+// tq1_0's codes are its unsigned trits t, the offset 1 in b: w = d · t - d.
+fn affine8_tq1_0(base: u32, j: u32, in_row: u32) -> vec4<f32> {
+    return with_offsets(affine_tq1_0(base, j, in_row), 1.0);
 }
 
 fn affine8_iq4_xs(base: u32, j: u32, in_row: u32) -> vec4<f32> {
@@ -169,6 +191,18 @@ fn codes_q5_1(base: u32, j: u32, in_row: u32) -> Codes {
     let n = nibble_codes(words4(base + 8u));
     let qh = block_u32_at(base + 4u);
     return Codes(n[0] | (spread16(qh) << vec4<u32>(4u)), n[1] | (spread16(qh >> 16u) << vec4<u32>(4u)));
+}
+
+// mxfp4: the E8M0 byte, then q4_0's nibbles through kvalues_mxfp4.
+fn codes_mxfp4(base: u32, j: u32, in_row: u32) -> Codes {
+    let n = nibble_codes(words4(base + 1u));
+    return Codes(table_words(KVALUES_MXFP4, n[0]), table_words(KVALUES_MXFP4, n[1]));
+}
+
+fn codes_tq1_0(base: u32, j: u32, in_row: u32) -> Codes {
+    let t = tq1_0_trits(base, j);
+    return Codes(vec4<u32>(pack_bytes(t[0]), pack_bytes(t[1]), pack_bytes(t[2]), pack_bytes(t[3])),
+                 vec4<u32>(pack_bytes(t[4]), pack_bytes(t[5]), pack_bytes(t[6]), pack_bytes(t[7])));
 }
 
 fn codes_iq4_nl(base: u32, j: u32, in_row: u32) -> Codes {
@@ -339,6 +373,14 @@ fn two_bit_pair(qs: u32, j: u32) -> array<Codes, 2> {
     let sb = sa + vec4<u32>(2u);
     return array<Codes, 2>(Codes((w0 >> sa) & LOW_PAIRS, (w1 >> sa) & LOW_PAIRS),
                            Codes((w0 >> sb) & LOW_PAIRS, (w1 >> sb) & LOW_PAIRS));
+}
+
+// tq2_0: its 64 code bytes are q2_K's layout from the block's start; d at byte 64; the unsigned
+// codes t with the offset 1 in b (w = d · t - d).
+fn pair_tq2_0(base: u32, j: u32, in_row: u32) -> Pair8 {
+    let c = two_bit_pair(base, j);
+    let f = with_offsets(affine_tq2_0(base, j, in_row), 1.0);
+    return Pair8(c[0], c[1], f, f);
 }
 
 fn pair_q2_k(base: u32, j: u32, in_row: u32) -> Pair8 {

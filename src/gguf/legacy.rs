@@ -1,6 +1,6 @@
-//! ggml's 32- and 64-value blocks: q8_0, q4_0, q5_0, q4_1, q5_1, q2_0 and iq4_nl. Each value is
-//! one product of exactly representable factors, `d * q`, plus for q4_1 and q5_1 the block's
-//! minimum `m` (one rounding), as in ggml's `dequantize_row_*`.
+//! ggml's 32- and 64-value blocks: q8_0, q4_0, q5_0, q4_1, q5_1, q2_0, iq4_nl and mxfp4. Each
+//! value is one product of exactly representable factors, `d * q`, plus for q4_1 and q5_1 the
+//! block's minimum `m` (one rounding), as in ggml's `dequantize_row_*`.
 
 use super::{f16_at, tables::KVALUES_IQ4NL};
 
@@ -79,5 +79,30 @@ pub fn iq4_nl(b: &[u8], y: &mut [f32]) {
         let q = b[2 + j];
         y[j] = d * KVALUES_IQ4NL[(q & 0x0F) as usize] as f32;
         y[j + 16] = d * KVALUES_IQ4NL[(q >> 4) as usize] as f32;
+    }
+}
+
+/// kvalues_mxfp4: the E2M1 values doubled, as integers (code 8, E2M1's -0, is 0 here: ggml
+/// multiplies the int8 0, so it decodes to +0).
+pub const KVALUES_MXFP4: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// ggml's GGML_E8M0_TO_FP32_HALF: half the E8M0 scale, `2^(e - 128)`, built on the bits — the
+/// binary32 subnormals 2^-128 and 2^-127 for e = 0 and 1; e = 255, OCP MX's NaN, is 2^127 here
+/// as in ggml (docs/ggml-formats.md#gguf_mxfp4).
+pub fn e8m0_half(e: u8) -> f32 {
+    f32::from_bits(match e {
+        0 | 1 => 0x0020_0000 << e,
+        _ => (e as u32 - 1) << 23,
+    })
+}
+
+/// block_mxfp4 { uint8_t e; uint8_t qs[16]; }: nibbles as q4_0's; `y = kvalues_mxfp4[n] * d`
+/// with `d = e8m0_half(e)` — exact where it does not overflow (e = 255 times |q| >= 2 is ±inf).
+pub fn mxfp4(b: &[u8], y: &mut [f32]) {
+    let d = e8m0_half(b[0]);
+    for j in 0..16 {
+        let q = b[1 + j];
+        y[j] = KVALUES_MXFP4[(q & 0x0F) as usize] as f32 * d;
+        y[j + 16] = KVALUES_MXFP4[(q >> 4) as usize] as f32 * d;
     }
 }

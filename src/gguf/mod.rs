@@ -7,6 +7,7 @@ pub mod legacy;
 pub mod q8_1;
 pub mod reader;
 pub mod tables;
+pub mod ternary;
 
 use crate::error::{Error, Result};
 use crate::format::{Format, Geometry};
@@ -30,6 +31,9 @@ pub fn block_decoder(format: Format) -> Option<BlockFn> {
         GgufQ4_1 => legacy::q4_1,
         GgufQ5_1 => legacy::q5_1,
         GgufQ2_0 => legacy::q2_0,
+        GgufMxfp4 => legacy::mxfp4,
+        GgufTq1_0 => ternary::tq1_0,
+        GgufTq2_0 => ternary::tq2_0,
         GgufIq4Nl => legacy::iq4_nl,
         GgufQ2K => kquants::q2_k,
         GgufQ3K => kquants::q3_k,

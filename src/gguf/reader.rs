@@ -331,9 +331,6 @@ fn unregistered(ggml_type: u32) -> (&'static str, Option<(u64, u64)>) {
         25 => ("i16", Some((1, 2))),
         27 => ("i64", Some((1, 8))),
         28 => ("f64", Some((1, 8))),
-        34 => ("tq1_0", Some((256, 54))),
-        35 => ("tq2_0", Some((256, 66))),
-        39 => ("mxfp4", Some((32, 17))),
         40 => ("nvfp4 (ggml's)", Some((64, 36))),
         _ => ("unknown ggml type", None),
     }

@@ -14,7 +14,7 @@ pub mod row_split;
 mod scan;
 
 use crate::error::{Error, Result};
-use crate::format::Format;
+use crate::format::{Format, Geometry, ScaleWord};
 use crate::words::{BlockWords, LogicalWords};
 use std::fmt;
 use std::str::FromStr;
@@ -62,16 +62,16 @@ impl Layout {
 impl Format {
     /// The layouts this format may be stored in, the one its encoders write first.
     pub const fn layouts(self) -> &'static [Layout] {
-        use Format::*;
-        match self {
-            Bf16 | Fp32 | Int32 | Fp16 => &[Layout::ContiguousLeV1],
-            Q2G64Fp16 | Q4G64Fp16 | Q5G64Fp16 | Q6G64Fp16 | Q8G32Fp16 | T2G128Fp16 => &[Layout::RowSplitK128V1],
-            Nvfp4 => &[Layout::BlockScaleK16M128x4V1],
-            Fp8E4m3fnRowBf16 => &[Layout::RowScaleV1],
-            Fp8E4m3fnRowFp16 => &[Layout::RowInterleavedV1],
-            GgufQ8_0 | GgufQ4_0 | GgufQ5_0 | GgufQ2_0 | GgufQ2K | GgufQ3K | GgufQ4K | GgufQ5K | GgufQ6K
-            | GgufIq2Xxs | GgufIq2Xs | GgufIq3Xxs | GgufIq1S | GgufIq4Nl | GgufIq3S | GgufIq2S | GgufIq4Xs
-            | GgufIq1M | GgufQ4_1 | GgufQ5_1 => &[Layout::GgufBlocksV1],
+        // Derived from the registry's geometry, so a new format of a known kind (a ggml type, a
+        // grouped width) needs no row here; tests/foundation/registry.rs holds the result to
+        // layouts.md's table.
+        match self.spec().geometry {
+            Geometry::Direct { .. } => &[Layout::ContiguousLeV1],
+            Geometry::Grouped { .. } => &[Layout::RowSplitK128V1],
+            Geometry::BlockScaled { .. } => &[Layout::BlockScaleK16M128x4V1],
+            Geometry::RowScaled { scale: ScaleWord::Bf16 } => &[Layout::RowScaleV1],
+            Geometry::RowScaled { scale: ScaleWord::Binary16 } => &[Layout::RowInterleavedV1],
+            Geometry::Block { .. } => &[Layout::GgufBlocksV1],
         }
     }
 

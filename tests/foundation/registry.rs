@@ -38,8 +38,13 @@ const GGUF: [(&str, u32, usize, usize, f64); 18] = [
 /// (name, ggml type, block values, block bytes, bits/weight) — ggml's types past the reference's
 /// table, registered with the numeric definitions of docs/ggml-formats.md (ggml-common.h's
 /// block structs).
-const GGUF_ADDITIONAL: [(&str, u32, usize, usize, f64); 2] =
-    [("gguf_q4_1", 3, 32, 20, 5.0), ("gguf_q5_1", 7, 32, 24, 6.0)];
+const GGUF_ADDITIONAL: [(&str, u32, usize, usize, f64); 5] = [
+    ("gguf_q4_1", 3, 32, 20, 5.0),
+    ("gguf_q5_1", 7, 32, 24, 6.0),
+    ("gguf_mxfp4", 39, 32, 17, 4.25),
+    ("gguf_tq1_0", 34, 256, 54, 1.6875),
+    ("gguf_tq2_0", 35, 256, 66, 2.0625),
+];
 
 /// layouts.md's closed pair table, with the additional formats of docs/ggml-formats.md in
 /// the layouts that format reference gives their kind (direct words, ggml blocks).
@@ -72,6 +77,9 @@ const PAIRS: [(&str, &[&str]); 6] = [
             "gguf_iq1_m",
             "gguf_q4_1",
             "gguf_q5_1",
+            "gguf_mxfp4",
+            "gguf_tq1_0",
+            "gguf_tq2_0",
         ],
     ),
 ];
@@ -146,9 +154,9 @@ fn gguf_rows_match_the_reference() {
         assert_eq!(f.bits_per_weight(), bpw, "{name}");
         assert_eq!(Format::from_ggml_type(ggml), Some(f), "{name} by ggml type");
     }
-    // f16 (ggml type 1) is a direct format, not a block type; tq1_0, tq2_0 and mxfp4 are not
-    // registered yet.
-    for id in [1, 34, 35, 39] {
+    // f16 (ggml type 1) is a direct format, not a block type; q8_1 and q8_K are ggml's
+    // activation types and ggml's own nvfp4 (40) is not registered.
+    for id in [1, 9, 15, 40] {
         assert_eq!(Format::from_ggml_type(id), None, "ggml type {id}");
     }
 }
@@ -209,6 +217,10 @@ fn every_ggml_type_row_is_consistent() {
         let fields: &[usize] = match t.f16 {
             ninfer_wgpu::format::F16Fields::At(at) => at,
             ninfer_wgpu::format::F16Fields::TopNibbles(at) => &[at, at + 2, at + 4, at + 6],
+            ninfer_wgpu::format::F16Fields::E8m0(at) => {
+                assert!(at < t.bytes, "{f}: the E8M0 byte inside the block");
+                &[]
+            }
         };
         assert!(fields.iter().all(|&at| at + 2 <= t.bytes), "{f}: binary16 fields inside the block");
     }

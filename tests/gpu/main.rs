@@ -4,6 +4,7 @@
 //! must offer and do in `NINFER_WGPU_EXPECT_CAPS` ([`pins::CAPS_VAR`]). The library is async; these
 //! tests wait on it with `native::block_on`.
 
+mod edges;
 mod engine;
 mod model;
 mod pins;

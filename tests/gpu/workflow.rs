@@ -185,13 +185,21 @@ fn a_gguf_imports_unchanged_and_verifies_on_every_adapter() {
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let refused = run(&["import", &path(&gguf), &path(&imported)]);
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(refused.status.code() == Some(2) && err.contains("tq1_0") && err.contains("--skip-unsupported"), "{err}");
+    assert!(refused.status.code() == Some(2) && err.contains("nvfp4") && err.contains("--skip-unsupported"), "{err}");
     // `inspect` gives a refused tensor's shape outermost first, as a registered one's: the
-    // fixture's tensors are 3 rows of 512 values (GGUF dimensions 512, 3) whatever their type.
+    // fixture's ggml nvfp4 tensors (type 40, not registered) are 3 rows of 128 values (GGUF
+    // dimensions 128, 3).
     let listing: serde_json::Value = serde_json::from_slice(&run(&["inspect", &path(&gguf), "--json"]).stdout).unwrap();
-    for t in listing["tensors"].as_array().unwrap().iter().filter(|t| t["id"].as_str().unwrap().starts_with("tq")) {
+    let refused: Vec<_> = listing["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["id"].as_str().unwrap().starts_with("nvfp4"))
+        .collect();
+    assert!(!refused.is_empty(), "{listing}");
+    for t in refused {
         assert!(t["error"].as_str().unwrap().contains("format not registered"), "{t}");
-        assert_eq!(t["shape"], serde_json::json!([3, 512]), "{t}");
+        assert_eq!(t["shape"], serde_json::json!([3, 128]), "{t}");
     }
     let out = run(&["import", &path(&gguf), &path(&imported), "--skip-unsupported"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

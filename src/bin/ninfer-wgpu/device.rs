@@ -66,6 +66,9 @@ pub fn f16_fields(f: ninfer_wgpu::format::F16Fields) -> serde_json::Value {
     match f {
         ninfer_wgpu::format::F16Fields::At(at) => serde_json::json!({ "at": at }),
         ninfer_wgpu::format::F16Fields::TopNibbles(at) => serde_json::json!({ "top_nibbles": at }),
+        // No binary16 field ("at" empty, so readers of the older rows need no new case); the
+        // E8M0 scale byte's offset beside it.
+        ninfer_wgpu::format::F16Fields::E8m0(at) => serde_json::json!({ "at": [], "e8m0": at }),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::ops::{Columns, Op};
 pub use crate::format::MatvecOrder;
-use crate::format::{A8Reader, Format, Geometry};
+use crate::format::{A8Reader, Category, Format, Geometry};
 
 /// Values per chunk, the unit every codec decodes (`shaders/common.wgsl`).
 pub const CHUNK: usize = 32;
@@ -122,40 +122,13 @@ impl RowBlock {
 /// pays where decoding is dear and loses where it is a masked word (measured on lavapipe,
 /// docs/performance.md#one-column-by-rows).
 pub fn matvec_by_rows(format: Format) -> bool {
-    match format {
+    // A category fact, so a new format of a category needs no row here.
+    match format.category() {
         // Whole-word decodes: matvec's kernel is as fast or faster.
-        Format::Bf16 | Format::Fp32 | Format::Int32 | Format::Fp16 => false,
+        Category::DirectFloat | Category::DirectInt => false,
         // Ties by rows alone, gains with the row tiles that come with it
         // (docs/performance.md#one-column-by-rows).
-        Format::GgufQ8_0
-        | Format::Q2G64Fp16
-        | Format::Q4G64Fp16
-        | Format::Q5G64Fp16
-        | Format::Q6G64Fp16
-        | Format::Q8G32Fp16
-        | Format::T2G128Fp16
-        | Format::Nvfp4
-        | Format::Fp8E4m3fnRowBf16
-        | Format::Fp8E4m3fnRowFp16
-        | Format::GgufQ4_0
-        | Format::GgufQ5_0
-        | Format::GgufQ2_0
-        | Format::GgufQ2K
-        | Format::GgufQ3K
-        | Format::GgufQ4K
-        | Format::GgufQ5K
-        | Format::GgufQ6K
-        | Format::GgufIq2Xxs
-        | Format::GgufIq2Xs
-        | Format::GgufIq3Xxs
-        | Format::GgufIq1S
-        | Format::GgufIq4Nl
-        | Format::GgufIq3S
-        | Format::GgufIq2S
-        | Format::GgufIq4Xs
-        | Format::GgufIq1M
-        | Format::GgufQ4_1
-        | Format::GgufQ5_1 => true,
+        Category::Grouped | Category::BlockScaledFloat | Category::RowScaledFloat | Category::GgufBlock => true,
     }
 }
 
