@@ -22,6 +22,8 @@ fn split_cases() -> Vec<(Format, Vec<usize>, usize)> {
         (Format::Bf16, vec![300, 2001], 1),
         (Format::GgufQ4K, vec![1024, 2048], 1),
         (Format::GgufIq2Xxs, vec![2048, 2048], 1),
+        // 17-byte blocks, 33 to a row: rows of an odd byte count start at every byte offset.
+        (Format::GgufMxfp4, vec![2001, 1056], 1),
     ]
 }
 
