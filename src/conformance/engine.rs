@@ -4,7 +4,7 @@
 //! (each twice, with one column and then with its count), submitted once and read back once.
 //! Every word outside the slices must come back as it was written.
 
-use super::suite::{judge_product, Product};
+use super::judge::{judge_product, Product};
 use super::CaseResult;
 use crate::error::{Error, Result};
 use crate::gpu::{BindOptions, DeviceSlice, Gpu, Op, Profile, Variant};

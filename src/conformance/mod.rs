@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 mod criteria;
 mod engine;
+mod judge;
 mod report;
 mod suite;
 mod verify;

@@ -1,6 +1,7 @@
 //! `verify`: one tensor of a user's file on a GPU against the oracle, with the suite's judges.
 
-use super::suite::{dequant_on, gather_on, gather_rows, matmul_on, Product};
+use super::judge::Product;
+use super::suite::{dequant_on, gather_on, gather_rows, matmul_on};
 use super::{CaseResult, Verdict};
 use crate::error::Result;
 use crate::gpu::capability::{self, Status};

@@ -22,8 +22,6 @@ macro_rules! params {
                 s.push('\n');
             )+
             s.push_str("}\n");
-            // The row tile `tiled_rows` counts in (src/gpu/plan/tiles.rs).
-            s.push_str(&format!("const ROW_TILE: u32 = {}u;\n", crate::gpu::kernels::ROW_TILE));
             s
         }
 

@@ -29,17 +29,11 @@ pub const MATMUL_RUN: u32 = 8;
 /// most 4 KiB) it stays within WebGPU's default 16 KiB. Every grid fits since the 8-byte entries
 /// are packed (`gguf_grid`; iq2_s's and iq1's, the largest, are 1024 words).
 pub const GRID_WORKGROUP_WORDS: usize = 1536;
-/// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
-/// `partial` in `shaders/ops/matmul.wgsl` holds 8 × 256 sums).
-pub const MAX_COLUMNS: usize = 8;
 /// The tiled product kernel (`shaders/ops/matmul_tiled.wgsl`): TILED_WG invocations of
-/// TILED_ROW_BLOCK rows each, and TILE_COLUMNS columns per workgroup, each weight decoded once
-/// per tile. The tile's activation chunk takes TILE_COLUMNS × 128 bytes of workgroup memory
-/// (8 KiB), which beside the largest i-quant grid (6 KiB) fits WebGPU's 16 KiB.
+/// TILED_ROW_BLOCK rows each, and [`TILE_COLUMNS`](super::TILE_COLUMNS) columns per workgroup.
 pub const TILED_WG: u32 = 64;
 pub const TILED_ROW_BLOCK: u32 = 4;
 pub const TILED_ROWS: u32 = TILED_WG * TILED_ROW_BLOCK;
-pub const TILE_COLUMNS: u32 = 64;
 /// Rows per row tile (`src/gpu/plan/tiles.rs`): a SIMD program of the one-column path covers
 /// 8 lanes × TILED_ROW_BLOCK rows, so at each chunk it reads one tile's records side by side.
 pub const ROW_TILE: u32 = 8 * TILED_ROW_BLOCK;

@@ -137,8 +137,14 @@ pub fn constants(key: KernelKey) -> Result<String> {
             s.push_str(&block_decoders(key)?);
         }
     }
-    s.push_str(&super::params::wgsl());
+    s.push_str(&params_wgsl());
     Ok(s)
+}
+
+/// `struct Params` (src/gpu/params.rs, which knows nothing of kernels) and the row tile its
+/// `tiled_rows` counts in (src/gpu/plan/tiles.rs).
+fn params_wgsl() -> String {
+    format!("{}const ROW_TILE: u32 = {ROW_TILE}u;\n", super::params::wgsl())
 }
 
 /// A ggml type's decoders as the codecs call them: `block_levels` and `block_affine` for every
@@ -207,58 +213,31 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     // The capability table keeps every combination below from being built where it is not
     // supported; the variant of an op without alternatives changes nothing in its source.
     let codec = Codec::for_format(key.format);
-    let op: Vec<&str> = match (key.op, key.variant, key.columns) {
-        (Op::Dequant, _, _) => vec![OP_WEIGHTS, OP_DEQUANT],
-        (Op::Gather, _, _) => vec![OP_WEIGHTS, OP_GATHER],
-        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => {
-            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILE, OP_MATMUL_TILED, OP_MATMUL_TILED_WORKGROUP]
-        }
-        (Op::Matmul, Variant::Subgroup, Columns::Tiled) => {
-            vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_TILE, OP_MATMUL_TILED, OP_MATMUL_TILED_SUBGROUP]
-        }
-        (Op::MatmulA8, Variant::Workgroup, Columns::Tiled) => {
-            vec![
-                codec.a8_source()?,
-                OP_DOT4_PACKED,
-                OP_MATMUL_A8,
-                OP_MATMUL,
-                OP_MATMUL_TILE,
-                OP_MATMUL_TILED_A8,
-                OP_MATMUL_TILED_WORKGROUP,
-            ]
-        }
-        (Op::MatmulA8, Variant::Subgroup, Columns::Tiled) => {
-            vec![
-                codec.a8_source()?,
-                OP_DOT4_PACKED,
-                OP_MATMUL_A8,
-                OP_MATMUL,
-                OP_MATMUL_TILE,
-                OP_MATMUL_TILED_A8,
-                OP_MATMUL_TILED_SUBGROUP,
-            ]
-        }
-        (Op::MatmulA8, Variant::EmulatedDot, Columns::Tiled) => {
-            vec![
-                codec.a8_source()?,
-                OP_DOT4_EMULATED,
-                OP_MATMUL_A8,
-                OP_MATMUL,
-                OP_MATMUL_TILE,
-                OP_MATMUL_TILED_A8,
-                OP_MATMUL_TILED_WORKGROUP,
-            ]
-        }
-        (Op::Matmul, Variant::Workgroup | Variant::EmulatedDot, _) => vec![OP_MATMUL_A32, OP_MATMUL],
-        (Op::Matmul, Variant::Subgroup, _) => vec![OP_MATMUL_A32, OP_MATMUL, OP_MATMUL_SUBGROUP],
-        (Op::MatmulA8, Variant::Workgroup, _) => vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL],
-        (Op::MatmulA8, Variant::Subgroup, _) => {
-            vec![codec.a8_source()?, OP_DOT4_PACKED, OP_MATMUL_A8, OP_MATMUL, OP_MATMUL_SUBGROUP]
-        }
-        (Op::MatmulA8, Variant::EmulatedDot, _) => {
-            vec![codec.a8_source()?, OP_DOT4_EMULATED, OP_MATMUL_A8, OP_MATMUL]
-        }
+    let dot4 = match key.variant {
+        Variant::EmulatedDot => OP_DOT4_EMULATED,
+        Variant::Workgroup | Variant::Subgroup => OP_DOT4_PACKED,
     };
+    // The op's base files, then the tail its columns and variant add.
+    let mut op: Vec<&str> = match key.op {
+        Op::Dequant => vec![OP_WEIGHTS, OP_DEQUANT],
+        Op::Gather => vec![OP_WEIGHTS, OP_GATHER],
+        Op::Matmul => vec![OP_MATMUL_A32, OP_MATMUL],
+        Op::MatmulA8 => vec![codec.a8_source()?, dot4, OP_MATMUL_A8, OP_MATMUL],
+    };
+    if key.op.is_product() {
+        let tiled = match key.op {
+            Op::MatmulA8 => OP_MATMUL_TILED_A8,
+            Op::Matmul | Op::Dequant | Op::Gather => OP_MATMUL_TILED,
+        };
+        match (key.columns, key.variant) {
+            (Columns::Tiled, Variant::Subgroup) => op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP]),
+            (Columns::Tiled, Variant::Workgroup | Variant::EmulatedDot) => {
+                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_WORKGROUP])
+            }
+            (Columns::One | Columns::UpToMax, Variant::Subgroup) => op.push(OP_MATMUL_SUBGROUP),
+            (Columns::One | Columns::UpToMax, Variant::Workgroup | Variant::EmulatedDot) => {}
+        }
+    }
     if key.op.is_product() {
         let block = RowBlock::for_kernel(key.format, key.op, key.columns);
         s.push_str(&product_geometry(block, key.columns, matvec_order(key.format, key.op)));
@@ -278,7 +257,7 @@ pub fn assemble_activation(op: ActivationOp) -> String {
     let source = match op {
         ActivationOp::QuantizeQ8_1 => OP_QUANTIZE_Q8_1,
     };
-    format!("// {}\n{}\n{COMMON}\n{source}", op.name(), super::params::wgsl())
+    format!("// {}\n{}\n{COMMON}\n{source}", op.name(), params_wgsl())
 }
 
 /// A module as the device's compiler takes it. In a browser, wgpu's WebGPU backend hands WGSL

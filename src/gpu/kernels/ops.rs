@@ -2,9 +2,16 @@
 //! for how many columns (`Columns`), from which codec (`Codec`), and the key that names one
 //! compiled kernel.
 
-use super::geometry::{MAX_COLUMNS, TILE_COLUMNS};
 use crate::format::{Category, Format};
 use crate::layout::Layout;
+
+/// The most activation columns one matmul takes (each column costs 1 KiB of workgroup memory:
+/// `partial` in `shaders/ops/matmul.wgsl` holds 8 × 256 sums).
+pub const MAX_COLUMNS: usize = 8;
+/// Columns per workgroup of the tiled kernel, each weight decoded once per tile. The tile's
+/// activation chunk takes TILE_COLUMNS × 128 bytes of workgroup memory (8 KiB), which beside the
+/// largest i-quant grid (6 KiB) fits WebGPU's 16 KiB.
+pub const TILE_COLUMNS: u32 = 64;
 
 /// The activation columns a product kernel is built for: matvec (one column) has a kernel of
 /// its own, where the column loops are gone at compile time. With the column count a run-time
