@@ -1,5 +1,5 @@
 //! A model file's configuration and tokenizer on arbitrary bytes: the GGUF opened, the gemma3
-//! configuration and the vocabulary read, then, where both read, text from the input's tail
+//! configuration read and its weights checked finite, the vocabulary read, then, where both read, text from the input's tail
 //! encoded (plain and with special tokens parsed) and decoded back, a token at a time too. Any
 //! panic, hang or blow-up is a finding.
 #![no_main]
@@ -13,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     // breaking the file's structure.
     let text = String::from_utf8_lossy(&data[data.len().saturating_sub(64)..]).into_owned();
     let Ok(file) = GgufFile::from_bytes(data.to_vec()) else { return };
-    let _ = Gemma3Config::from_gguf(&file);
+    if let Ok(config) = Gemma3Config::from_gguf(&file) {
+        let _ = ninfer_wgpu::llm::weights::check_model(&file, &config);
+    }
     let Ok(tokenizer) = Tokenizer::from_gguf(&file) else { return };
     for special in [false, true] {
         let Ok(ids) = tokenizer.encode(&text, special) else { continue };

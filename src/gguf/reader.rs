@@ -20,6 +20,11 @@ const MAX_DIMS: u32 = 4;
 const DEFAULT_ALIGNMENT: u64 = 32;
 /// Arrays of arrays are legal; nesting deeper than this is refused.
 const MAX_NESTING: usize = 8;
+/// The most strings one metadata array holds: 2^22, sixteen times the largest vocabulary of the
+/// families read (gemma3's 262144 tokens) and above every merge list. A string costs far more in
+/// memory than its 8-byte length in the file, so without a bound a file's array of 20 million
+/// tokens took gigabytes before any reader of it could refuse it.
+pub const MAX_STRINGS: usize = 1 << 22;
 
 /// A metadata value of any GGUF type.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,6 +272,9 @@ impl<'a> Cursor<'a> {
             t => return Err(malformed("value types are 0..=12", format!("array element type {t}"))),
         };
         let n = self.count("array length", min)?;
+        if elem == 8 && n > MAX_STRINGS as u64 {
+            return Err(malformed("an array holds at most 2^22 strings", format!("an array of {n}")));
+        }
         // Fixed-size elements: `count` checked that n * min bytes remain.
         let run = |c: &mut Self| c.take(n * min, "array elements");
         Ok(match elem {

@@ -31,6 +31,8 @@ pub trait Source {
     fn value(&self, key: &str) -> Option<&Value>;
     /// A tensor's logical shape ([rows, values per row] for a matrix), if it exists.
     fn shape(&self, name: &str) -> Option<Vec<usize>>;
+    /// Every tensor's name, in the file's order.
+    fn names(&self) -> Vec<&str>;
 }
 
 impl Source for GgufFile {
@@ -40,6 +42,10 @@ impl Source for GgufFile {
 
     fn shape(&self, name: &str) -> Option<Vec<usize>> {
         self.info(name).map(|t| t.shape())
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.tensors.iter().map(|t| t.name.as_str()).collect()
     }
 }
 
@@ -194,7 +200,13 @@ impl Gemma3Config {
         let sliding_window = match src.value(&window_key) {
             None => None,
             Some(v) => match integer(v) {
-                Some(0) => None,
+                // llama.cpp has no "0 means none" rule; the key's absence is how a file says so.
+                Some(0) => {
+                    return Err(model_error(format!(
+                        "`{window_key}` = 0 is a window of no positions (a file without a window leaves \
+                         the key out)"
+                    )))
+                }
                 Some(n) if n <= MAX_CONTEXT as u64 => Some(n as usize),
                 Some(n) => return Err(model_error(format!("`{window_key}` = {n} is over {MAX_CONTEXT}"))),
                 None => {
@@ -224,6 +236,13 @@ impl Gemma3Config {
         };
 
         let vocab = match src.value("tokenizer.ggml.tokens") {
+            Some(Value::Array(Array::String(tokens))) if tokens.len() > super::tokenizer::MAX_VOCAB => {
+                return Err(model_error(format!(
+                    "`tokenizer.ggml.tokens` holds {} tokens, over the {} this reads",
+                    tokens.len(),
+                    super::tokenizer::MAX_VOCAB
+                )))
+            }
             Some(Value::Array(Array::String(tokens))) if !tokens.is_empty() => tokens.len(),
             Some(Value::Array(a)) => {
                 return Err(model_error(format!("`tokenizer.ggml.tokens` must be a non-empty array of strings (found {} elements of another type or none)", a.len())))
@@ -283,9 +302,32 @@ impl Gemma3Config {
         t
     }
 
-    /// Refuses a missing tensor or one whose shape the configuration does not imply.
+    /// Tensors a gemma3 file may hold that the forward does not require: the separate output
+    /// head (else the head is tied to the embedding table).
+    pub const OPTIONAL_TENSORS: [&str; 1] = ["output.weight"];
+
+    /// Refuses a missing tensor, one whose shape the configuration does not imply, and one the
+    /// model would not use (a `block_count` lower than the file's blocks, say: llama.cpp refuses
+    /// such a file too) unless it is optional.
     fn check_tensors<S: Source + ?Sized>(&self, src: &S) -> Result<()> {
-        for (name, want) in self.tensors() {
+        let expected = self.tensors();
+        let known: std::collections::HashSet<&str> =
+            expected.iter().map(|(n, _)| n.as_str()).chain(Self::OPTIONAL_TENSORS).collect();
+        let names = src.names();
+        let unused: Vec<&str> = names.iter().copied().filter(|n| !known.contains(n)).collect();
+        if let Some(first) = unused.first() {
+            return Err(model_error(format!(
+                "tensor `{}` is not used by a gemma3 of {} blocks (`{}`){}",
+                crate::error::clip(first),
+                self.blocks,
+                key("block_count"),
+                match unused.len() {
+                    1 => String::new(),
+                    n => format!(", nor are {} more", n - 1),
+                }
+            )));
+        }
+        for (name, want) in expected {
             match src.shape(&name) {
                 None => return Err(model_error(format!("tensor `{name}` is missing"))),
                 Some(got) if got != want => {

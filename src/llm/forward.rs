@@ -28,6 +28,35 @@ pub struct ForwardOptions {
 /// The cache a run gets unless it asks: 4096 positions (gemma-3-270m's 18 blocks: 151 MB).
 pub const DEFAULT_CONTEXT: usize = 4096;
 
+/// The positions a run may take when `asked` for (0: the default), on the GPU and the CPU alike.
+pub fn run_context(config: &Gemma3Config, asked: usize) -> Result<usize> {
+    match asked {
+        0 => Ok(config.context_length.min(DEFAULT_CONTEXT)),
+        n if n > config.context_length => {
+            Err(Error::Model(format!("a context of {n} is more than the model's {}", config.context_length)))
+        }
+        n => Ok(n),
+    }
+}
+
+/// Refuses `tokens` after `position` where they would run past `context` or name an id past the
+/// vocabulary, before anything runs (the GPU forward and the CPU reference's runs alike).
+pub fn check_run(config: &Gemma3Config, tokens: &[u32], position: usize, context: usize) -> Result<()> {
+    if tokens.is_empty() {
+        return Err(Error::Model("no tokens to run".into()));
+    }
+    if position + tokens.len() > context {
+        return Err(Error::Model(format!(
+            "{} tokens after {position} are more than the context of {context} positions",
+            tokens.len()
+        )));
+    }
+    if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= config.vocab) {
+        return Err(Error::Model(format!("token id {bad} is past the vocabulary of {}", config.vocab)));
+    }
+    Ok(())
+}
+
 impl Default for ForwardOptions {
     fn default() -> Self {
         ForwardOptions { profile: Profile::A32, context: 0, batch: 64 }
@@ -238,14 +267,9 @@ impl<'g> GpuForward<'g> {
     ) -> Result<GpuForward<'g>> {
         let gpu: &Gpu = &on;
         check_supported(file, config, options, gpu)?;
+        super::weights::check_model(file, config)?;
         let c = config;
-        let context = match options.context {
-            0 => c.context_length.min(DEFAULT_CONTEXT),
-            n if n > c.context_length => {
-                return Err(Error::Model(format!("a context of {n} is more than the model's {}", c.context_length)))
-            }
-            n => n,
-        };
+        let context = run_context(c, options.context)?;
         let batch = options.batch.min(context as u32);
         let head_columns = (gpu.max_binding() / (c.vocab as u64 * 4)).min(batch as u64) as u32;
         if head_columns == 0 {
@@ -458,6 +482,11 @@ impl<'g> GpuForward<'g> {
         self.context
     }
 
+    /// The configuration the forward was loaded with.
+    pub fn config(&self) -> &Gemma3Config {
+        &self.config
+    }
+
     /// Tokens seen since the last reset: the next token's position.
     pub fn position(&self) -> usize {
         self.position
@@ -471,21 +500,7 @@ impl<'g> GpuForward<'g> {
     /// Runs `tokens` from the current position: the last token's logits ([`Keep::Last`]) or
     /// every token's, [token][vocab] back to back ([`Keep::All`]).
     pub async fn forward(&mut self, tokens: &[u32], keep: Keep) -> Result<Vec<f32>> {
-        let c = &self.config;
-        if tokens.is_empty() {
-            return Err(Error::Model("no tokens to run".into()));
-        }
-        if self.position + tokens.len() > self.context {
-            return Err(Error::Model(format!(
-                "{} tokens after {} are more than the context of {} positions",
-                tokens.len(),
-                self.position,
-                self.context
-            )));
-        }
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
-            return Err(Error::Model(format!("token id {bad} is past the vocabulary of {}", c.vocab)));
-        }
+        check_run(&self.config, tokens, self.position, self.context)?;
         let chunk = match keep {
             Keep::Last => self.batch,
             Keep::All => self.head_columns,
@@ -557,6 +572,8 @@ impl<'g> GpuForward<'g> {
             return Ok(Vec::new());
         }
         let words = gpu.read_mapped(&out.staging, bytes).await?;
-        Ok(bytemuck::pod_collect_to_vec(&words))
+        let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&words);
+        super::weights::check_logits(&logits, c.vocab, self.position - kept)?;
+        Ok(logits)
     }
 }

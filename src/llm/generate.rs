@@ -67,10 +67,22 @@ pub enum Event<'a> {
     Token { id: u32, text: &'a str, count: usize, seconds: f64 },
 }
 
-/// The prompt's token ids: the chat template when asked (its turn markers parsed as tokens).
+/// The turn markers of gemma's chat template.
+const TURN_MARKERS: [&str; 2] = ["<start_of_turn>", "<end_of_turn>"];
+
+/// The prompt's token ids: the chat template when asked (its turn markers parsed as tokens). A
+/// vocabulary without the markers as tokens of their own is refused for chat: they would be
+/// encoded as plain text, a prompt the model was never trained on.
 pub fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec<u32>> {
     match chat {
-        true => tokenizer.encode(&format!("<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n"), true),
+        true => {
+            if let Some(missing) = TURN_MARKERS.iter().find(|m| tokenizer.token(m).is_none()) {
+                return Err(Error::Model(format!(
+                    "chat: this vocabulary has no `{missing}` token, which gemma's chat template needs"
+                )));
+            }
+            tokenizer.encode(&format!("<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n"), true)
+        }
         false => tokenizer.encode(prompt, false),
     }
 }
@@ -215,6 +227,13 @@ mod tests {
         let mut f = Scripted { context: 64, position: 0, next: vec![3, 3, 3, 3], runs: 0 };
         let g = run(&mut f, &tokenizer(true), "a", 3).unwrap();
         assert_eq!(g.generation_tokens_per_s, 2.0 / g.generation_s);
+    }
+
+    #[test]
+    fn chat_on_a_vocabulary_without_turn_markers_is_refused() {
+        let err = prompt_ids(&tokenizer(true), "ab", true).expect_err("refused").to_string();
+        assert!(err.contains("`<start_of_turn>`"), "{err}");
+        assert_eq!(prompt_ids(&tokenizer(true), "ab", false).unwrap(), [1, 3, 4]);
     }
 
     #[test]

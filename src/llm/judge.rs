@@ -10,10 +10,16 @@ pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
     logits.iter().map(|&z| z as f64 - log_total).collect()
 }
 
-/// KL(P ‖ Q) of one position: P the reference's softmax, Q ours.
+/// KL(P ‖ Q) of one position: P the reference's softmax, Q ours. A NaN anywhere makes it
+/// infinite, so that NaN logits compared with NaN logits fail every limit (f64::max would turn
+/// a NaN sum into 0).
 pub fn kl_divergence(reference: &[f32], ours: &[f32]) -> f64 {
     let (p, q) = (log_softmax(reference), log_softmax(ours));
-    p.iter().zip(&q).map(|(&lp, &lq)| lp.exp() * (lp - lq)).sum::<f64>().max(0.0)
+    let kld: f64 = p.iter().zip(&q).map(|(&lp, &lq)| lp.exp() * (lp - lq)).sum();
+    match kld.is_nan() {
+        true => f64::INFINITY,
+        false => kld.max(0.0),
+    }
 }
 
 /// The index of the largest logit (the first, where several are equal).
@@ -46,20 +52,48 @@ pub struct Agreement {
 /// Compares `ours` with `reference`, both [position][vocab] back to back. Logits of another
 /// length than the reference's fail every limit (an infinite divergence, no agreement).
 pub fn agreement(reference: &[f32], ours: &[f32], vocab: usize) -> Agreement {
-    if reference.len() != ours.len() || vocab == 0 || !reference.len().is_multiple_of(vocab) {
-        let positions = reference.len() / vocab.max(1);
-        return Agreement { positions, mean_kld: f64::INFINITY, max_kld: f64::INFINITY, top1: 0.0 };
+    let mut tally = Tally::default();
+    tally.add(reference, ours, vocab);
+    tally.agreement()
+}
+
+/// An [`Agreement`] summed a run of positions at a time, so no run holds every position's
+/// logits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    positions: usize,
+    sum: f64,
+    max: f64,
+    same: usize,
+    /// A run whose lengths disagreed: the agreement fails.
+    mismatched: bool,
+}
+
+impl Tally {
+    /// Adds the positions of one run of both.
+    pub fn add(&mut self, reference: &[f32], ours: &[f32], vocab: usize) {
+        if reference.len() != ours.len() || vocab == 0 || !reference.len().is_multiple_of(vocab) {
+            self.positions += reference.len() / vocab.max(1);
+            self.mismatched = true;
+            return;
+        }
+        for (r, o) in reference.chunks_exact(vocab).zip(ours.chunks_exact(vocab)) {
+            let kld = kl_divergence(r, o);
+            self.sum += kld;
+            self.max = self.max.max(kld);
+            self.same += (argmax(r) == argmax(o)) as usize;
+            self.positions += 1;
+        }
     }
-    let (mut sum, mut max, mut same) = (0.0, 0.0f64, 0);
-    let positions = reference.len() / vocab.max(1);
-    for (r, o) in reference.chunks_exact(vocab).zip(ours.chunks_exact(vocab)) {
-        let kld = kl_divergence(r, o);
-        sum += kld;
-        max = max.max(kld);
-        same += (argmax(r) == argmax(o)) as usize;
+
+    pub fn agreement(&self) -> Agreement {
+        let positions = self.positions;
+        if self.mismatched {
+            return Agreement { positions, mean_kld: f64::INFINITY, max_kld: f64::INFINITY, top1: 0.0 };
+        }
+        let n = positions.max(1) as f64;
+        Agreement { positions, mean_kld: self.sum / n, max_kld: self.max, top1: self.same as f64 / n }
     }
-    let n = positions.max(1) as f64;
-    Agreement { positions, mean_kld: sum / n, max_kld: max, top1: same as f64 / n }
 }
 
 /// exp(mean −log p(next token)) over every position but the last: the perplexity of `tokens`
@@ -111,5 +145,23 @@ mod tests {
         assert_eq!((r.positions, r.top1), (4, 1.0));
         let short = agreement(&logits, &logits[..vocab * 3], vocab);
         assert!(short.mean_kld.is_infinite() && short.top1 == 0.0, "{short:?}");
+    }
+
+    #[test]
+    fn nan_logits_fail_even_against_nan_logits() {
+        let nan = [f32::NAN, 1.0, 2.0, 3.0];
+        assert!(kl_divergence(&nan, &nan).is_infinite());
+        let a = agreement(&nan, &nan, 4);
+        assert!(a.mean_kld.is_infinite() && a.mean_kld > forward_limit(crate::gpu::Profile::A8), "{a:?}");
+        assert!(kl_divergence(&[0.0, 1.0], &[f32::NAN, 1.0]).is_infinite());
+    }
+
+    #[test]
+    fn a_tally_over_runs_equals_the_agreement_of_the_whole() {
+        let (r, o): (Vec<f32>, Vec<f32>) = (0..24).map(|i| ((i % 5) as f32, (i % 7) as f32 * 0.5)).unzip();
+        let mut t = Tally::default();
+        t.add(&r[..8], &o[..8], 4);
+        t.add(&r[8..], &o[8..], 4);
+        assert_eq!(t.agreement(), agreement(&r, &o, 4));
     }
 }

@@ -13,6 +13,7 @@ pub mod sample;
 mod testing;
 pub mod tokenizer;
 mod upload;
+pub mod weights;
 
 pub use config::Gemma3Config;
 pub use forward::{ForwardOptions, GpuForward, Keep};

@@ -11,6 +11,7 @@
 //! judged against it (tests/gemma/, docs/judging.md#a-models-logits).
 
 use super::config::Gemma3Config;
+use super::Keep;
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
 use crate::oracle::{self, Dequantized};
@@ -76,6 +77,7 @@ pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
 impl Reference {
     /// Every tensor the forward pass reads, dequantized by the oracle.
     pub fn load(file: &GgufFile, config: &Gemma3Config) -> Result<Reference> {
+        super::weights::check_model(file, config)?;
         let mut weights = HashMap::new();
         for (name, _) in config.tensors() {
             let values = exact_values(file, &name)?;
@@ -99,16 +101,27 @@ impl Reference {
         tokens.iter().map(|&t| session.step(t)).collect()
     }
 
-    /// A run from position 0, keeping every block's keys and values.
+    /// A run from position 0 over the model's whole context, keeping every block's keys and
+    /// values.
     pub fn session(&self) -> Session<'_> {
         let blocks = self.config.blocks;
-        Session { model: self, keys: vec![Vec::new(); blocks], values: vec![Vec::new(); blocks] }
+        let context = self.config.context_length;
+        Session { model: self, context, keys: vec![Vec::new(); blocks], values: vec![Vec::new(); blocks] }
+    }
+
+    /// A run of at most `context` positions (0: the GPU forward's default), refused as the GPU
+    /// forward refuses it.
+    pub fn session_of(&self, context: usize) -> Result<Session<'_>> {
+        let context = super::forward::run_context(&self.config, context)?;
+        Ok(Session { context, ..self.session() })
     }
 }
 
 /// A reference run in progress: the keys and values of every position so far, per block.
 pub struct Session<'r> {
     model: &'r Reference,
+    /// Positions the run may take.
+    context: usize,
     keys: Vec<Vec<Vec<f64>>>,
     values: Vec<Vec<Vec<f64>>>,
 }
@@ -119,17 +132,37 @@ impl Session<'_> {
         self.keys.first().map_or(0, |k| k.len())
     }
 
+    /// Positions the run may take.
+    pub fn context(&self) -> usize {
+        self.context
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &Gemma3Config {
+        &self.model.config
+    }
+
+    /// Runs `tokens` from the current position, checked whole before the first runs (as the GPU
+    /// forward checks them): the last token's logits ([`Keep::Last`]) or every token's, back to
+    /// back ([`Keep::All`]).
+    pub fn run(&mut self, tokens: &[u32], keep: Keep) -> Result<Vec<f32>> {
+        super::forward::check_run(&self.model.config, tokens, self.position(), self.context)?;
+        let mut out = Vec::new();
+        for (i, &t) in tokens.iter().enumerate() {
+            let logits = self.step(t)?;
+            if keep == Keep::All || i + 1 == tokens.len() {
+                out.extend(logits);
+            }
+        }
+        Ok(out)
+    }
+
     /// The logits after `token` at the next position.
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>> {
         let model = self.model;
         let c = &model.config;
         let pos = self.position();
-        if pos >= c.context_length {
-            return Err(Error::Model(format!("position {pos} is past the model's context of {}", c.context_length)));
-        }
-        if token as usize >= c.vocab {
-            return Err(Error::Model(format!("token id {token} is past the vocabulary of {}", c.vocab)));
-        }
+        super::forward::check_run(c, &[token], pos, self.context)?;
         let (width, kl, vl) = (c.width, c.key_length, c.value_length);
         let eps = c.rms_epsilon as f64;
         let group = c.heads / c.kv_heads;
@@ -196,6 +229,7 @@ impl Session<'_> {
             let cap = cap as f64;
             logits.iter_mut().for_each(|z| *z = (cap * (*z as f64 / cap).tanh()) as f32);
         }
+        super::weights::check_logits(&logits, c.vocab, pos)?;
         Ok(logits)
     }
 }

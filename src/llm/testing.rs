@@ -25,4 +25,10 @@ impl Source for Table {
     fn shape(&self, name: &str) -> Option<Vec<usize>> {
         self.shapes.get(name).cloned()
     }
+
+    fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.shapes.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
 }

@@ -20,6 +20,10 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// SentencePiece's visible space.
 const SPACE: &str = "\u{2581}";
+/// The largest vocabulary read: 2^21 tokens, eight times gemma3's 262144 (the largest of the
+/// families read). The tokenizer keeps each token's text twice (the list and the map), so a
+/// vocabulary of tens of millions would take gigabytes before any check could fail.
+pub const MAX_VOCAB: usize = 1 << 21;
 
 /// A token's type (`tokenizer.ggml.token_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +145,13 @@ impl Tokenizer {
             _ => return Err(tokenizer_error("`tokenizer.ggml.model` must be a string".into())),
         }
         let tokens = match src.value("tokenizer.ggml.tokens") {
-            Some(Value::Array(Array::String(t))) if !t.is_empty() && t.len() <= u32::MAX as usize => t.clone(),
+            Some(Value::Array(Array::String(t))) if t.len() > MAX_VOCAB => {
+                return Err(tokenizer_error(format!(
+                    "`tokenizer.ggml.tokens` holds {} tokens, over the {MAX_VOCAB} this reads",
+                    t.len()
+                )))
+            }
+            Some(Value::Array(Array::String(t))) if !t.is_empty() => t.clone(),
             _ => return Err(tokenizer_error("`tokenizer.ggml.tokens` must be a non-empty array of strings".into())),
         };
         let n = tokens.len();

@@ -6,6 +6,7 @@
 
 mod edges;
 mod engine;
+mod hostile_model;
 mod model;
 mod pins;
 mod shared;

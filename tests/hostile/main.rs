@@ -146,5 +146,6 @@ fn a_scan_by_name_counts_one_comparison_per_entry() {
 
 mod files;
 mod gpu;
+mod models;
 mod payloads;
 mod readers;

@@ -344,7 +344,8 @@ pub struct ModelArgs {
     /// The products' arithmetic on the GPU: a32 (exact weights, f32 activation) or a8.
     #[arg(long, value_parser = parse_profile, default_value = "a32")]
     pub profile: Profile,
-    /// Positions the GPU's KV cache holds (default: the model's context, at most 4096).
+    /// Positions a run may take, on the GPU (its KV cache) and the CPU alike (default: the
+    /// model's context, at most 4096).
     #[arg(long, default_value_t = 0)]
     pub context: usize,
     #[command(flatten)]

@@ -4,6 +4,7 @@
 use crate::files::Device;
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{Gpu, GpuOptions, Profile};
+use ninfer_wgpu::llm::forward::check_run;
 use ninfer_wgpu::llm::judge::{self, Agreement};
 use ninfer_wgpu::llm::{
     Event, Forward, ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Request, Sampling, Session, Tokenizer,
@@ -84,30 +85,57 @@ enum Engine<'a> {
 }
 
 impl Engine<'_> {
-    /// Positions a run may take: the GPU's KV cache, or the model's context on the CPU.
-    fn context(&self, config: &Gemma3Config) -> usize {
+    /// Positions a run may take (`--context`, else the default): the GPU's KV cache, or the
+    /// CPU session's.
+    fn context(&self) -> usize {
         match self {
             Engine::Gpu(g) => g.context(),
-            Engine::Cpu(_) => config.context_length,
+            Engine::Cpu(s) => s.context(),
+        }
+    }
+
+    /// Tokens run so far.
+    fn position(&self) -> usize {
+        match self {
+            Engine::Gpu(g) => g.position(),
+            Engine::Cpu(s) => s.position(),
         }
     }
 
     fn run(&mut self, tokens: &[u32], keep: Keep) -> Result<Vec<f32>, Error> {
         match self {
             Engine::Gpu(g) => block_on(g.forward(tokens, keep)),
-            Engine::Cpu(s) => {
-                let mut out = Vec::new();
-                for (i, &t) in tokens.iter().enumerate() {
-                    let logits = s.step(t)?;
-                    if keep == Keep::All || i + 1 == tokens.len() {
-                        out.extend(logits);
-                    }
-                }
-                Ok(out)
-            }
+            Engine::Cpu(s) => s.run(tokens, keep),
+        }
+    }
+
+    /// Teacher-forced logits of every position of `tokens`, handed to `each` a run of
+    /// [`LOGITS_RUN`] positions at a time (the first position's index, then the run's logits),
+    /// so memory does not grow with the tokens. The whole run is checked against the context
+    /// first, so nothing runs where it could not finish.
+    fn logits_by_runs(
+        &mut self,
+        tokens: &[u32],
+        mut each: impl FnMut(usize, &[f32]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        check_run(self.config(), tokens, self.position(), self.context())?;
+        for (i, run) in tokens.chunks(LOGITS_RUN).enumerate() {
+            each(i * LOGITS_RUN, &self.run(run, Keep::All)?)?;
+        }
+        Ok(())
+    }
+
+    fn config(&self) -> &Gemma3Config {
+        match self {
+            Engine::Gpu(g) => g.config(),
+            Engine::Cpu(s) => s.config(),
         }
     }
 }
+
+/// Positions whose logits `logits`, `perplexity` and `verify --forward` hold at once (gemma3's
+/// 262144-token vocabulary: 64 MiB).
+const LOGITS_RUN: usize = 64;
 
 /// What an engine is made from; it borrows from here.
 struct Loaded {
@@ -130,7 +158,7 @@ impl Loaded {
 
     fn engine(&self, on: &On) -> Result<Engine<'_>, Error> {
         match (&self.reference, &self.gpu) {
-            (Some(r), _) => Ok(Engine::Cpu(r.session())),
+            (Some(r), _) => Ok(Engine::Cpu(r.session_of(on.context)?)),
             (None, Some(gpu)) => {
                 let options = ForwardOptions { profile: on.profile, context: on.context, ..Default::default() };
                 Ok(Engine::Gpu(Box::new(block_on(GpuForward::load(gpu, &self.file, &self.config, &options))?)))
@@ -144,22 +172,28 @@ impl Loaded {
     }
 }
 
-/// Teacher-forced logits of every position of `tokens`, [token][vocab] f32 little-endian.
+/// Teacher-forced logits of every position of `tokens`, [token][vocab] f32 little-endian,
+/// written a run of positions at a time.
 pub fn logits(model: &Path, tokens: &Path, on: &On, output: Option<&Path>) -> Result<bool, Error> {
     let ids = read_ids(tokens)?;
     let loaded = Loaded::open(model, on)?;
-    let logits = loaded.engine(on)?.run(&ids, Keep::All)?;
+    let vocab = loaded.config.vocab;
+    let mut engine = loaded.engine(on)?;
     match output {
         Some(path) => {
-            write_file(path, bytemuck::cast_slice(&logits))?;
-            eprintln!("{} positions × {} logits written to {}", ids.len(), loaded.config.vocab, path.display());
+            let io = |e: std::io::Error| Error::Io(format!("{}: {e}", path.display()));
+            let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+            engine.logits_by_runs(&ids, |_, l| file.write_all(bytemuck::cast_slice(l)).map_err(io))?;
+            file.flush().map_err(io)?;
+            eprintln!("{} positions × {vocab} logits written to {}", ids.len(), path.display());
         }
-        None => {
-            for (pos, l) in logits.chunks_exact(loaded.config.vocab).enumerate() {
+        None => engine.logits_by_runs(&ids, |first, run| {
+            for (i, l) in run.chunks_exact(vocab).enumerate() {
                 let top = judge::argmax(l);
-                println!("{pos}\t{}\ttop {top}\t{:.4}", ids[pos], l[top]);
+                println!("{}\t{}\ttop {top}\t{:.4}", first + i, ids[first + i], l[top]);
             }
-        }
+            Ok(())
+        })?,
     }
     Ok(true)
 }
@@ -172,8 +206,20 @@ pub fn perplexity(model: &Path, text_file: &Path, on: &On, as_json: bool) -> Res
     if ids.len() < 2 {
         return Err(Error::Model(format!("{} token(s): perplexity needs at least 2", ids.len())));
     }
-    let logits = loaded.engine(on)?.run(&ids, Keep::All)?;
-    let ppl = judge::perplexity(&logits, &ids, loaded.config.vocab);
+    let vocab = loaded.config.vocab;
+    // The logits of each position but the last score the next token; the last runs for nothing.
+    let scored = &ids[..ids.len() - 1];
+    let mut total = 0.0;
+    loaded.engine(on)?.logits_by_runs(scored, |first, run| {
+        for (i, l) in run.chunks_exact(vocab).enumerate() {
+            total += judge::nll(l, ids[first + i + 1]);
+        }
+        Ok(())
+    })?;
+    let ppl = (total / scored.len() as f64).exp();
+    if !ppl.is_finite() {
+        return Err(Error::Model(format!("the perplexity is {ppl}: a next token has probability 0 under the model")));
+    }
     match as_json {
         true => {
             crate::json(&serde_json::json!({ "perplexity": ppl, "tokens": ids.len(), "adapter": loaded.adapter() }))?
@@ -305,7 +351,7 @@ pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
         Engine::Gpu(f) => Some(f.device_bytes()),
         Engine::Cpu(_) => None,
     };
-    let context = engine.context(&loaded.config);
+    let context = engine.context();
     let request = Request { prompt: g.prompt.to_string(), tokens: g.tokens, sampling: g.sampling, chat: g.chat };
     let status = Status::new();
     let mut out = std::io::stdout();
@@ -379,9 +425,16 @@ pub fn verify_forward(model: &Path, tokens: Option<&Path>, on: &On, as_json: boo
     };
     let gpu = block_on(Gpu::open(&on.options))?;
     let options = ForwardOptions { profile: on.profile, context: on.context, ..Default::default() };
-    let ours = block_on(block_on(GpuForward::load(&gpu, &file, &config, &options))?.forward(&ids, Keep::All))?;
-    let reference: Vec<f32> = Reference::load(&file, &config)?.logits(&ids)?.concat();
-    let a = judge::agreement(&reference, &ours, config.vocab);
+    let mut ours = block_on(GpuForward::load(&gpu, &file, &config, &options))?;
+    check_run(&config, &ids, 0, ours.context())?;
+    let reference = Reference::load(&file, &config)?;
+    let mut session = reference.session_of(ours.context())?;
+    // A run of positions at a time: memory does not grow with the tokens.
+    let mut tally = judge::Tally::default();
+    for run in ids.chunks(LOGITS_RUN) {
+        tally.add(&session.run(run, Keep::All)?, &block_on(ours.forward(run, Keep::All))?, config.vocab);
+    }
+    let a = tally.agreement();
     let limit = judge::forward_limit(on.profile);
     let pass = a.mean_kld <= limit;
     let summary = gpu.platform().summary();

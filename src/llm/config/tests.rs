@@ -119,6 +119,11 @@ fn a_missing_mistyped_or_out_of_range_key_is_named() {
         ("gemma3.attention.sliding_window_pattern", Some(Value::U32(19)), vec!["sliding_window_pattern", "at most 18"]),
         ("tokenizer.ggml.tokens", Some(Value::Array(Array::U32(vec![1, 2]))), vec!["tokenizer.ggml.tokens", "strings"]),
         ("tokenizer.ggml.tokens", None, vec!["tokenizer.ggml.tokens", "missing"]),
+        (
+            "tokenizer.ggml.tokens",
+            Some(Value::Array(Array::String(vec![String::new(); crate::llm::tokenizer::MAX_VOCAB + 1]))),
+            vec!["tokenizer.ggml.tokens", "holds 2097153 tokens, over the 2097152"],
+        ),
     ] {
         let mut t = gemma_270m();
         match v {
@@ -151,4 +156,27 @@ fn a_missing_tensor_or_one_of_another_shape_is_named() {
     let mut t = gemma_270m();
     t.values.insert("tokenizer.ggml.tokens".into(), Value::Array(Array::String(vec!["a".into(); 301])));
     refused(&t, &["token_embd.weight", "[300, 640]", "[301, 640]"]);
+}
+
+#[test]
+fn tensors_the_model_would_not_use_are_refused() {
+    // A block_count of 17 over a file holding 18 blocks of tensors: block 17's are unused.
+    let mut t = gemma_270m();
+    t.values.insert("gemma3.block_count".into(), Value::U32(17));
+    refused(&t, &["blk.17.", "not used", "17 blocks", "gemma3.block_count", "nor are 12 more"]);
+    // A stray tensor of any name.
+    let mut t = gemma_270m();
+    t.shapes.insert("rope_freqs.weight".into(), vec![128]);
+    refused(&t, &["`rope_freqs.weight` is not used"]);
+    // The separate head is optional: present (at its shape) or not, the file reads.
+    let mut t = gemma_270m();
+    t.shapes.insert("output.weight".into(), vec![300, 640]);
+    assert!(Gemma3Config::from_source(&t).is_ok());
+}
+
+#[test]
+fn a_sliding_window_of_zero_is_refused() {
+    let mut t = gemma_270m();
+    t.values.insert("gemma3.attention.sliding_window".into(), Value::U32(0));
+    refused(&t, &["gemma3.attention.sliding_window` = 0", "no positions"]);
 }

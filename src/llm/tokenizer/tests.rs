@@ -87,6 +87,11 @@ fn a_bad_vocabulary_is_refused_by_name() {
     let mut t = toy(false);
     t.put("tokenizer.ggml.bos_token_id", Value::U32(14));
     assert!(Tokenizer::from_source(&t).unwrap_err().to_string().contains("past the vocabulary of 14"));
+    // Over MAX_VOCAB tokens: refused before the vocabulary is copied.
+    let mut t = toy(false);
+    t.put("tokenizer.ggml.tokens", Value::Array(Array::String(vec![String::new(); MAX_VOCAB + 1])));
+    let e = Tokenizer::from_source(&t).unwrap_err().to_string();
+    assert!(e.contains(&format!("holds {} tokens, over the {MAX_VOCAB}", MAX_VOCAB + 1)), "{e}");
 }
 
 #[test]
