@@ -6,10 +6,11 @@
 #
 #   ../shared/tools/llamacpp-peer.sh build                 # once, ~15 min
 #   cargo build --release --locked
-#   tools/peer-compare.sh [TYPES...] > table.md            # default: every ggml type and bf16
+#   tools/peer-compare.sh [TYPES...] > table.md            # default: every ggml type and bf16 (f16 too by name)
 #   PEER_N8=0 tools/peer-compare.sh ...                    # n = 1 only: llama.cpp's n = 8 runs take
 #                                                          # minutes per type on lavapipe
-#   PEER_TIMEOUT=600 (default)                             # seconds before an n = 8 peer run is stopped
+#   PEER_TIMEOUT=600 (default)                             # seconds before an n > 1 peer run is stopped
+#   PEER_COLUMNS="1 8 512" tools/peer-compare.sh ...       # other column counts (default "1 8")
 #
 # Ratio = llama.cpp's time / ours (above 1: we are faster). Each time is the median of its own
 # tool's repeated runs; the script alternates peer and ours per type.
@@ -24,35 +25,39 @@ types=("$@")
 [ ${#types[@]} -gt 0 ] || mapfile -t types < <("$bin" formats --json | python3 -c \
   'import json, sys; print("\n".join([f["ggml_name"] for f in json.load(sys.stdin) if f["ggml_name"]] + ["bf16"]))')
 tmp=$(mktemp -d)
-echo "| type | llama.cpp n=1 ms | A32 ms | A8 ms | ratio A32 / A8 | llama.cpp n=8 ms | A32 ms | A8 ms | ratio A32 / A8 |"
-echo "|---|---|---|---|---|---|---|---|---|"
+read -r -a cols <<< "${PEER_COLUMNS:-1 8}"
+[ "${PEER_N8:-1}" != 0 ] || cols=(1)
+head="| type |"; rule="|---|"
+for j in "${cols[@]}"; do head+=" llama.cpp n=$j ms | A32 ms | A8 ms | ratio A32 / A8 |"; rule+="---|---|---|---|"; done
+echo "$head"; echo "$rule"
 for t in "${types[@]}"; do
-  f=$(case $t in bf16) echo bf16 ;; *) echo "gguf_${t,,}" ;; esac)
-  # A type the peer's llama.cpp does not have (q2_0 in llama-cpp-python 0.3.36) shows "not run".
-  p1=$("$peer" perf "$t" 1 | awk '{print $3}') || p1=0
-  [ -n "$p1" ] || p1=0
-  "$bin" bench --adapter vulkan --formats "$f" --shape 4096x14336 --ops matmul --columns 1,8 --json > "$tmp/$t.json" 2>/dev/null
-  p8=0
-  # llama.cpp's n = 8 runs take minutes per type on lavapipe, and iq4_nl's ran past 13: each is
-  # stopped after PEER_TIMEOUT seconds and its cell says so.
-  if [ "${PEER_N8:-1}" != 0 ]; then
-    p8=$(timeout "${PEER_TIMEOUT:-600}" "$peer" perf "$t" 8 | awk '{print $3}') || p8=-1
-  fi
-  python3 - "$tmp/$t.json" "$t" "$p1" "$p8" <<'PY'
+  f=$(case $t in bf16) echo bf16 ;; f16) echo fp16 ;; *) echo "gguf_${t,,}" ;; esac)
+  "$bin" bench --adapter vulkan --formats "$f" --shape 4096x14336 --ops matmul --columns "$(IFS=,; echo "${cols[*]}")" --json > "$tmp/$t.json" 2>/dev/null
+  peers=()
+  for j in "${cols[@]}"; do
+    # A type the peer's llama.cpp does not have (q2_0 in llama-cpp-python 0.3.36) shows "not run".
+    # llama.cpp's n > 1 runs take minutes per type on lavapipe, and iq4_nl's n = 8 ran past 13:
+    # each is stopped after PEER_TIMEOUT seconds and its cell says so.
+    if [ "$j" = 1 ]; then
+      p=$("$peer" perf "$t" 1) && p=$(awk '{print $3}' <<< "$p") || p=0
+    else
+      p=$(timeout "${PEER_TIMEOUT:-600}" "$peer" perf "$t" "$j") && p=$(awk '{print $3}' <<< "$p") ||
+        { [ $? = 124 ] && p=-1 || p=0; }
+    fi
+    peers+=("$j=${p:-0}")
+  done
+  python3 - "$tmp/$t.json" "$t" "${peers[@]}" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-t, peer = sys.argv[2], {1: float(sys.argv[3]), 8: float(sys.argv[4])}
+t = sys.argv[2]
+peer = {int(j): float(v) for j, v in (a.split("=") for a in sys.argv[3:])}
 ms = {(r["op"], r["columns"]): r["median_ms"] for r in rows}
 cells = [t]
-for j in (1, 8):
+for j, p in peer.items():
     a32, a8 = ms.get(("matmul", j)), ms.get(("matmul_a8", j))
     fmt = lambda v: f"{v:.1f}" if v else "—"
-    ratio = lambda v: f"{peer[j] / v:.2f}×" if v and peer[j] else "—"
-    if peer[j] < 0:
-        peer[j] = 0.0
-        cells.append("stopped")
-    else:
-        cells.append(f"{peer[j]:.1f}" if peer[j] else "not run")
+    ratio = lambda v: f"{p / v:.2f}×" if v and p > 0 else "—"
+    cells.append("stopped" if p < 0 else f"{p:.1f}" if p else "not run")
     cells += [fmt(a32), fmt(a8), f"{ratio(a32)} / {ratio(a8)}"]
 print("| " + " | ".join(cells) + " |")
 PY

@@ -5,27 +5,35 @@
 // Levels are the words themselves (LEVELS_ARE_WORDS): dequant writes their bits back unchanged —
 // no float operation touches them, so NaN payloads, signed zeros, subnormals and int32 values all
 // survive — and the affine map is the identity. fp16's words are widened to binary32 words first
-// (binary16_word): bit operations, and for subnormals an exact product with a normal result.
+// (binary16_words): bit operations, and for subnormals an exact product with a normal result.
 
-// Two 16-bit words (the low and high halves of `w`) as binary32 bits: bf16's as the high half,
-// fp16's widened exactly, a NaN quieted with its payload kept (as ggml widens, and the oracle's
-// numeric::binary16_to_f32).
-fn halves_to_words(w: u32) -> vec2<u32> {
+// Four binary16 words widened to binary32 bits, exactly, a NaN quieted with its payload kept (as
+// ggml widens, and the oracle's numeric::binary16_to_f32). Every case is computed and selected,
+// with no branch, four values at a time: a CPU driver runs it as a few SIMD instructions, where
+// the per-value branches took twice bf16's time (docs/performance.md#the-gguf-types-added-on-2026-12-06).
+// Normals move their exponent and mantissa up and rebias (+112); subnormals m * 2^-24 are
+// binary32 normals, an exact product that cannot flush; inf and NaN keep the all-ones exponent.
+fn binary16_words(h: vec4<u32>) -> vec4<u32> {
+    let sign = (h & vec4<u32>(0x8000u)) << vec4<u32>(16u);
+    let e = h & vec4<u32>(0x7c00u);
+    let m = h & vec4<u32>(0x3ffu);
+    let normal = ((h & vec4<u32>(0x7fffu)) << vec4<u32>(13u)) + vec4<u32>(112u << 23u);
+    let small = bitcast<vec4<u32>>(vec4<f32>(m) * bitcast<f32>(0x33800000u));
+    let quiet = select(vec4<u32>(0u), vec4<u32>(0x00400000u), m != vec4<u32>(0u));
+    let special = vec4<u32>(0x7f800000u) | quiet | (m << vec4<u32>(13u));
+    return sign | select(select(normal, special, e == vec4<u32>(0x7c00u)), small, e == vec4<u32>(0u));
+}
+
+// Two words' four 16-bit halves as binary32 bits, in value order (a's low, a's high, b's low,
+// b's high).
+fn halves4_to_words(a: u32, b: u32) -> vec4<u32> {
     if WORD_BINARY16 {
-        return vec2<u32>(binary16_word(w & 0xffffu), binary16_word(w >> 16u));
+        return binary16_words(vec4<u32>(a & 0xffffu, a >> 16u, b & 0xffffu, b >> 16u));
     }
-    return vec2<u32>(w << 16u, w & 0xffff0000u);
+    return vec4<u32>(a << 16u, a & 0xffff0000u, b << 16u, b & 0xffff0000u);
 }
 
-fn binary16_word(h: u32) -> u32 {
-    if (h & 0x7c00u) == 0x7c00u {
-        let quiet = select(0u, 0x00400000u, (h & 0x3ffu) != 0u);
-        return ((h & 0x8000u) << 16u) | 0x7f800000u | quiet | ((h & 0x3ffu) << 13u);
-    }
-    return bitcast<u32>(f16_bits_to_f32(h));
-}
-
-// The chunk's words as binary32 bits (16-bit words widened by halves_to_words), whole u32 loads only.
+// The chunk's words as binary32 bits (16-bit words widened by halves4_to_words), whole u32 loads only.
 // A 16-bit row starts on an odd halfword when K is odd: then value 2m is the high half of word m
 // and value 2m + 1 the low half of word m + 1.
 fn chunk_levels(row: u32, c: u32) -> Chunk {
@@ -45,8 +53,8 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
             // Each vec4 is loaded once for the two vec4 of values it holds.
             for (var i = 0u; i < 4u; i++) {
                 let p = plane0_vec4[v + i];
-                out[2u * i] = bitcast<vec4<f32>>(vec4<u32>(halves_to_words(p.x), halves_to_words(p.y)));
-                out[2u * i + 1u] = bitcast<vec4<f32>>(vec4<u32>(halves_to_words(p.z), halves_to_words(p.w)));
+                out[2u * i] = bitcast<vec4<f32>>(halves4_to_words(p.x, p.y));
+                out[2u * i + 1u] = bitcast<vec4<f32>>(halves4_to_words(p.z, p.w));
             }
         }
         return mask_chunk_past_k(out, c);
@@ -61,7 +69,7 @@ fn chunk_levels(row: u32, c: u32) -> Chunk {
             // An odd start takes the high half of w0, w1, and the low half of the next word.
             let pair0 = select(w0, (w0 >> 16u) | (w1 << 16u), odd);
             let pair1 = select(w1, (w1 >> 16u) | (plane0[base + 2u * i + 2u] << 16u), odd);
-            w = vec4<u32>(halves_to_words(pair0), halves_to_words(pair1));
+            w = halves4_to_words(pair0, pair1);
         }
         out[i] = bitcast<vec4<f32>>(w);
     }
