@@ -7,7 +7,7 @@ use ninfer_wgpu::conformance::A32_REL_L2;
 use ninfer_wgpu::gpu::{DeviceSlice, Gpu, GpuOptions, GpuTensor, Profile};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{random_words, Rng, Words};
-use ninfer_wgpu::{oracle, EncodedTensor, Error, Format};
+use ninfer_wgpu::{oracle, wgpu, EncodedTensor, Error, Format};
 
 /// The engine's kernels: one invocation per token column, each column `len` values `stride`
 /// apart in `src`, written to `dst`.
@@ -130,6 +130,17 @@ fn step_on_gpu(gpu: &Gpu, tensors: [&EncodedTensor; 3]) -> Result<Vec<f32>, Erro
         DeviceSlice::new(&out, 0, OUT as u64),
         TOKENS.len() as u32,
     ))?;
+    // The engine's own read-back buffer, made once: the outputs, then the gather's two status
+    // words, copied in by the step's own encoder, so one submit and one mapping serve both.
+    let y_bytes = t * OUT as u64 * 4;
+    let status = gather.status_buffer().ok_or_else(|| Error::Unsupported("a gather without status words".into()))?;
+    let staging = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("read back"),
+        size: y_bytes + 8,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    gather.clear_status(gpu)?;
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
@@ -139,13 +150,16 @@ fn step_on_gpu(gpu: &Gpu, tensors: [&EncodedTensor; 3]) -> Result<Vec<f32>, Erro
         relu.record(&mut pass);
         down.record(&mut pass, TOKENS.len() as u32)?;
     }
+    encoder.copy_buffer_to_buffer(&out, 0, &staging, 0, y_bytes);
+    encoder.copy_buffer_to_buffer(status, 0, &staging, y_bytes, 8);
     block_on(gpu.submit(encoder))?;
-    let y = block_on(gpu.read(DeviceSlice::<f32>::new(&out, 0, t * OUT as u64), 1))?;
-    let status = block_on(gather.read_status(gpu))?;
-    if status.out_of_range > 0 {
-        return Err(Error::Unsupported(format!("token id {} is past the vocabulary", status.largest_id)));
+    let bytes = block_on(gpu.read_mapped(&staging, y_bytes + 8))?;
+    let (y, words): (&[u8], &[u8]) = bytes.split_at(y_bytes as usize);
+    let [out_of_range, largest_id]: [u32; 2] = bytemuck::pod_read_unaligned(words);
+    if out_of_range > 0 {
+        return Err(Error::Unsupported(format!("token id {largest_id} is past the vocabulary")));
     }
-    Ok(y)
+    Ok(bytemuck::pod_collect_to_vec(y))
 }
 
 /// The same step on the CPU in f64, from the oracle's exact weights.

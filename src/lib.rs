@@ -22,12 +22,17 @@ pub mod model;
 pub mod native;
 pub mod numeric;
 pub mod oracle;
+#[cfg(feature = "reports")]
 pub mod report;
 pub mod tensor;
 pub mod testgen;
 #[cfg(all(target_arch = "wasm32", feature = "web"))]
 pub mod web;
 pub mod words;
+
+/// The wgpu this library is built on (30.x): an engine handing over its own device
+/// ([`gpu::Gpu::from_device`]) must use this one, and can name it through here.
+pub use wgpu;
 
 pub use error::{Error, Result};
 pub use format::{Category, Format};

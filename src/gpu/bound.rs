@@ -127,8 +127,10 @@ impl BoundOp {
     /// takes a count of one) into `pass`. Nothing is allocated, submitted or waited for, except
     /// a new slot block the first time a count does not fit the existing ones.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, count: u32) -> Result<()> {
+        // The flag only: a step records a couple of hundred ops, and a poll each would cost a
+        // few percent of a step. The step's writes and its submit poll.
         if self.lost.load(Ordering::SeqCst) {
-            return Err(Error::Gpu("the device was lost; open it again".into()));
+            return Err(super::lost_error());
         }
         let mut slots = self.slots.lock().map_err(|_| poisoned())?;
         if !slots.by_count.contains_key(&(count as u64)) {
@@ -211,7 +213,10 @@ impl BoundOp {
                 .map_err(|_| Error::Unsupported("a parameter slot past 4 GiB".into()))?;
             dispatches.push((r, offset));
         }
-        self.queue.write_buffer(&block.buffer, block.used * self.slot_bytes, &bytes);
+        super::check_device(&self.device, &self.lost)?;
+        super::in_scope_now(&self.device, &self.lost, "writing a bound op's parameters", || {
+            self.queue.write_buffer(&block.buffer, block.used * self.slot_bytes, &bytes)
+        })?;
         block.used += need;
         slots.by_count.insert(count, (b, dispatches));
         Ok(())
@@ -309,6 +314,7 @@ impl Gpu {
         y: DeviceSlice<'_, f32>,
         max_columns: u32,
     ) -> Result<BoundOp> {
+        self.check_alive()?;
         let desc = weights.desc();
         let op = profile.op();
         let best = capability::best_variant(desc.format, op, &self.platform);
@@ -379,6 +385,7 @@ impl Gpu {
         y: DeviceSlice<'_, u32>,
         max_rows: u32,
     ) -> Result<BoundOp> {
+        self.check_alive()?;
         let desc = table.desc();
         capability::check(desc.format, desc.layout, Op::Gather, Variant::Workgroup, Some(&self.platform))?;
         ids.check_usage("gather ids")?;
@@ -418,6 +425,7 @@ impl Gpu {
 
     /// Binds a dequant of every weight into `y` (N·K words, C order), recorded with a count of 1.
     pub async fn bind_dequant(&self, weights: &GpuTensor, y: DeviceSlice<'_, u32>) -> Result<BoundOp> {
+        self.check_alive()?;
         let desc = weights.desc();
         capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(&self.platform))?;
         y.check_usage("dequant y")?;

@@ -240,8 +240,9 @@ impl Gpu {
     /// opening one: the platform facts are the device's own features and limits, probed as
     /// [`Gpu::open`] probes them; `options` may lower the limits the planner uses (refused above
     /// the device's) and set `max_memory`, and its adapter selector is ignored. The engine keeps
-    /// its device-lost callback: wgpu holds one per device, and the library installs none on a
-    /// device it did not create, so a lost device shows as the errors of the calls that touch it.
+    /// its device-lost callback (wgpu holds one per device, and the library installs none on a
+    /// device it did not create): the engine marks [`Gpu::lost_flag`] from it, and every call
+    /// after a loss is then an error that says so (docs/engine.md#a-lost-device).
     pub async fn from_device(shared: SharedDevice<'_>, options: &GpuOptions) -> Result<Gpu> {
         let SharedDevice { instance, adapter, device, queue } = shared;
         let language = instance.wgsl_language_features();

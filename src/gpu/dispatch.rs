@@ -266,7 +266,9 @@ impl Prepared {
             let mut at = 0u64;
             while at < *words {
                 let n = (words - at).min(piece.len() as u64);
-                gpu.queue().write_buffer(buffer, at * 4, bytemuck::cast_slice(&piece[..n as usize]));
+                gpu.scoped_now("poisoning an output", || {
+                    gpu.queue().write_buffer(buffer, at * 4, bytemuck::cast_slice(&piece[..n as usize]))
+                })?;
                 at += n;
                 if at < *words {
                     // Hand the staged piece to the device before staging the next.

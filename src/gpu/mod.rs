@@ -47,6 +47,50 @@ pub const MAX_HOST_COLUMNS: usize = 1 << 16;
 /// element the kernel never wrote cannot pass as a value.
 pub const POISON: u32 = 0x7FC0_DEAD;
 
+/// A device's lost flag, shared by a [`Gpu`] and its bound ops: what an engine's device-lost
+/// callback marks ([`Gpu::lost_flag`]). `Send + Sync + 'static`, as wgpu's callback must be.
+#[derive(Debug, Clone)]
+pub struct LostFlag(Arc<AtomicBool>);
+
+impl LostFlag {
+    pub fn mark(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_marked(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn lost_error() -> Error {
+    Error::Gpu("the device was lost; open it again".into())
+}
+
+/// Polls `device` without blocking (so a pending device-lost callback runs) and refuses a lost
+/// one.
+fn check_device(device: &wgpu::Device, lost: &AtomicBool) -> Result<()> {
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = device.poll(wgpu::PollType::Poll);
+    #[cfg(target_arch = "wasm32")]
+    let _ = device;
+    match lost.load(Ordering::SeqCst) {
+        true => Err(lost_error()),
+        false => Ok(()),
+    }
+}
+
+/// [`Gpu::scoped_now`] on a bare device (a bound op's).
+fn in_scope_now<T>(device: &wgpu::Device, lost: &AtomicBool, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    use futures::FutureExt;
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let value = f();
+    if let Some(Some(e)) = validation.pop().now_or_never() {
+        check_device(device, lost)?;
+        return Err(Error::Gpu(format!("{what}: {}", crate::error::clip(&e.to_string()))));
+    }
+    Ok(value)
+}
+
 /// An open device with its platform facts and pipeline cache.
 pub struct Gpu {
     device: wgpu::Device,
@@ -91,11 +135,32 @@ impl Gpu {
         self.platform.limits.max_storage_buffer_binding_size
     }
 
+    /// A handle on this device's lost flag, for an engine's own device-lost callback on a device
+    /// handed over with [`Gpu::from_device`] (wgpu holds one callback per device, and the engine
+    /// keeps its own): once it is marked, every call of this `Gpu` and of its bound ops returns
+    /// an error saying the device was lost (docs/engine.md#a-lost-device).
+    pub fn lost_flag(&self) -> LostFlag {
+        LostFlag(self.lost.clone())
+    }
+
+    /// Marks the device lost (what [`LostFlag::mark`] does).
+    pub fn mark_lost(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+    }
+
+    /// Refuses every call once the device is lost. wgpu tells of a loss only through the
+    /// device-lost callback, which it calls from a poll, and after a loss most calls do nothing
+    /// and say nothing: so a call polls first (never blocking), letting the callback run.
     pub(crate) fn check_alive(&self) -> Result<()> {
-        if self.lost.load(Ordering::SeqCst) {
-            return Err(Error::Gpu("the device was lost; open it again".into()));
-        }
-        Ok(())
+        check_device(&self.device, &self.lost)
+    }
+
+    /// Runs `f` (a write) inside a validation scope and returns its error, for the calls that do
+    /// not wait: natively a popped scope is ready at once; in a browser the scope resolves later
+    /// and its error, if any, is dropped (the next submit or read reports the loss).
+    pub(crate) fn scoped_now<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+        self.check_alive()?;
+        in_scope_now(&self.device, &self.lost, what, f)
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes and returns its first error.
@@ -112,6 +177,8 @@ impl Gpu {
         let (v, o) = (validation.pop(), oom.pop());
         let (v, o) = (v.await, o.await);
         if let Some(e) = v.or(o) {
+            // A lost device explains the error better than the error does.
+            self.check_alive()?;
             return Err(Error::Gpu(format!("{what}: {}", crate::error::clip(&e.to_string()))));
         }
         self.check_alive()?;

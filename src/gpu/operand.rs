@@ -103,8 +103,7 @@ impl Gpu {
                 buffer.size()
             )));
         }
-        self.queue.write_buffer(buffer, offset * 4, bytemuck::cast_slice(data));
-        Ok(())
+        self.scoped_now("writing a buffer", || self.queue.write_buffer(buffer, offset * 4, bytemuck::cast_slice(data)))
     }
 
     /// Reads `runs` runs of `slice` back to the host, back to back (the gaps between runs are

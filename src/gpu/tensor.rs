@@ -179,10 +179,10 @@ impl GpuTensor {
                     }
                 }
             }
-            out.finish(&mut done, progress);
+            out.finish(&mut done, progress)?;
             buffers.push(buffer);
         }
-        gpu.queue().submit([]);
+        gpu.scoped_now("uploading a payload", || gpu.queue().submit([]))?;
         Ok(GpuTensor { desc, geometry, placement, buffers, payload_bytes })
     }
 
@@ -274,7 +274,7 @@ impl WordWriter<'_> {
     }
 
     fn write(&mut self, bytes: &[u8], done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
-        self.gpu.queue().write_buffer(self.buffer, self.at, bytes);
+        self.gpu.scoped_now("uploading a payload", || self.gpu.queue().write_buffer(self.buffer, self.at, bytes))?;
         self.at += bytes.len() as u64;
         *done += bytes.len() as u64;
         // Submitting hands the staged chunk to the device, so staging memory stays bounded by a
@@ -286,14 +286,17 @@ impl WordWriter<'_> {
     }
 
     /// The buffer's last word: zero bytes reach the 4-byte copy granularity.
-    fn finish(mut self, done: &mut u64, progress: &mut dyn FnMut(u64, u64)) {
+    fn finish(mut self, done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
         if !self.carry.is_empty() {
             let real = self.carry.len();
             self.carry.resize(4, 0);
-            self.gpu.queue().write_buffer(self.buffer, self.at, &self.carry);
+            self.gpu.scoped_now("uploading a payload", || {
+                self.gpu.queue().write_buffer(self.buffer, self.at, &self.carry)
+            })?;
             *done += real as u64;
             progress(*done, self.total);
         }
+        Ok(())
     }
 }
 

@@ -534,7 +534,7 @@ impl<'g> GpuForward<'g> {
         let j = tokens.len() as u32;
         let out_from = j - kept as u32;
         gpu.write(&self.ids, 0, tokens)?;
-        gpu.queue().write_buffer(&self.step, 0, bytemuck::cast_slice(&[j, self.position as u32, out_from, 0u32]));
+        gpu.write(&self.step, 0, &[j, self.position as u32, out_from, 0u32])?;
         let c = &self.config;
         let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
         let mut encoder = gpu.device().create_command_encoder(&Default::default());

@@ -7,6 +7,7 @@
 mod edges;
 mod engine;
 mod hostile_model;
+mod lost;
 mod model;
 mod pins;
 mod shared;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// The engine's side: its own instance, adapter and device, requested as an engine would (the
 /// adapter's limits, subgroups and f16 where offered, as `Gpu::open` asks), with its own
 /// device-lost callback.
-fn engine_device(selector: &str) -> Option<(wgpu::Instance, wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+pub(super) fn engine_device(selector: &str) -> Option<(wgpu::Instance, wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = wgpu::Backends::all();
     let instance = wgpu::Instance::new(desc);
