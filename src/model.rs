@@ -35,7 +35,8 @@ pub struct TensorInfo {
 impl Model {
     /// Opens a file from disk (memory-mapped).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn open(path: &std::path::Path) -> Result<Model> {
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Model> {
+        let path = path.as_ref();
         let mut magic = [0u8; 4];
         let mut f = crate::files::open_regular(path)?;
         let is_gguf = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == GGUF_MAGIC;

@@ -172,10 +172,21 @@ pub fn gather(tensor: &EncodedTensor, rows: &[u32]) -> Result<Dequantized> {
     fn pick<T: Copy>(all: &[T], k: usize, rows: &[u32]) -> Vec<T> {
         rows.iter().flat_map(|&r| all[r as usize * k..(r as usize + 1) * k].iter().copied()).collect()
     }
-    Ok(match dequant(tensor)? {
-        Dequantized::F32(v) => Dequantized::F32(pick(&v, k, rows)),
-        Dequantized::I32(v) => Dequantized::I32(pick(&v, k, rows)),
-    })
+    match tensor.geometry() {
+        // nvfp4's layout selects whole 128-row tiles of one divisor, from a decode of the whole
+        // payload: picking from the table's decode costs no more.
+        crate::layout::PayloadGeometry::BlockScale(_) => Ok(match dequant(tensor)? {
+            Dequantized::F32(v) => Dequantized::F32(pick(&v, k, rows)),
+            Dequantized::I32(v) => Dequantized::I32(pick(&v, k, rows)),
+        }),
+        // Every other layout copies the requested rows' words into a tensor of their own, which
+        // alone is decoded: three rows of a 262144-row table decode three rows, not the table.
+        _ if rows.is_empty() => Ok(match tensor.format().category() {
+            crate::format::Category::DirectInt => Dequantized::I32(Vec::new()),
+            _ => Dequantized::F32(Vec::new()),
+        }),
+        _ => dequant(&tensor.gather_rows(rows)?),
+    }
 }
 
 /// The f64 product of `[n, k]` decoded weights (k > 0, checked by the caller's shape rules).

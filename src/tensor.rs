@@ -148,11 +148,16 @@ impl<'a> EncodedTensor<'a> {
             });
         }
         let picked: Vec<usize> = rows.collect();
-        self.gather_rows(&picked)
+        self.select(&picked)
     }
 
-    /// The chosen rows, in the given order, as a standalone tensor.
-    pub fn gather_rows(&self, rows: &[usize]) -> Result<EncodedTensor<'static>> {
+    /// The chosen rows (ids, as gathers take them), in the given order, as a standalone tensor.
+    pub fn gather_rows(&self, rows: &[u32]) -> Result<EncodedTensor<'static>> {
+        let picked: Vec<usize> = rows.iter().map(|&r| r as usize).collect();
+        self.select(&picked)
+    }
+
+    fn select(&self, rows: &[usize]) -> Result<EncodedTensor<'static>> {
         let (shape, divisors, payload) = layout::select_rows(&self.geometry, &self.desc.shape, &self.payload, rows)?;
         let desc = TensorDesc { format: self.desc.format, layout: self.desc.layout, shape, divisors };
         EncodedTensor::new(desc, payload)

@@ -28,7 +28,7 @@ fn exercise(t: &EncodedTensor, rng: &mut Rng) {
     }
     let _ = oracle::matvec(t, &[1.0]);
     let rows = t.geometry().rows().unwrap_or(1);
-    let pick: Vec<usize> = (0..3).map(|_| rng.below(rows as u64 + 2) as usize).collect();
+    let pick: Vec<u32> = (0..3).map(|_| rng.below(rows as u64 + 2) as u32).collect();
     let _ = t.gather_rows(&pick);
     let _ = t.slice_rows(0..usize::MAX);
     let _ = t.slice_rows(1..1);

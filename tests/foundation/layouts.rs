@@ -222,13 +222,13 @@ fn row_slices_and_gathers_are_valid_standalone_tensors() {
             Dequantized::I32(_) => unreachable!(),
         };
         let k = shape[1];
-        let rows: Vec<usize> =
+        let rows: Vec<u32> =
             if format == Format::Nvfp4 { (128..256).rev().chain(0..128).collect() } else { vec![3, 0, 3, 1] };
         let picked = t.gather_rows(&rows).unwrap();
         picked.validate().unwrap_or_else(|e| panic!("{format}: gathered tensor is valid: {e}"));
         assert_eq!(picked.shape(), &[rows.len(), k]);
         let Dequantized::F32(v) = dequant(&picked).unwrap() else { panic!() };
-        for (i, &r) in rows.iter().enumerate() {
+        for (i, r) in rows.iter().map(|&r| r as usize).enumerate() {
             let got: Vec<u32> = v[i * k..(i + 1) * k].iter().map(|x| x.to_bits()).collect();
             let want: Vec<u32> = full[r * k..(r + 1) * k].iter().map(|x| x.to_bits()).collect();
             assert_eq!(got, want, "{format}: gathered row {i} is source row {r}");
@@ -258,6 +258,6 @@ fn nvfp4_gathers_regroup_divisors_or_refuse_mixed_tiles() {
     let t = EncodedTensor::encode(&LogicalWords::Nvfp4(w), Layout::BlockScaleK16M128x4V1).unwrap();
     let same_source = t.slice_rows(128..256).unwrap();
     assert_eq!(same_source.desc().divisors, 1, "one source matrix, one divisor");
-    let mixed: Vec<usize> = (64..192).collect();
+    let mixed: Vec<u32> = (64..192).collect();
     assert!(t.gather_rows(&mixed).is_err(), "a 128-row tile mixing two divisors is not representable");
 }

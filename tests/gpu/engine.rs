@@ -164,9 +164,18 @@ fn bad_operands_are_refused_before_anything_is_recorded() {
     let ys = DeviceSlice::new(&y, 0, 16);
     let bind =
         |x: DeviceSlice<'_, f32>, y: DeviceSlice<'_, f32>, j| block_on(gpu.bind_matmul(&w, Profile::A32, x, y, j));
-    refused("x past its buffer", bind(xs, ys, 9), &["pass the buffer's end", "512 words"]);
+    refused("x past its buffer", bind(xs, ys, 9), &["pass the buffer's end", "512 elements"]);
     refused("y past its buffer", bind(xs, DeviceSlice::new(&y, 5, 16), 8), &["matmul y", "pass the buffer's end"]);
-    refused("x at an odd offset", bind(DeviceSlice::new(&x, 2, 64), ys, 1), &["multiples of 4", "offset (2)"]);
+    refused(
+        "x at an odd offset",
+        bind(DeviceSlice::new(&x, 2, 64), ys, 1),
+        &["its offset (2 elements) is not a multiple of 4"],
+    );
+    refused(
+        "x at an odd stride",
+        bind(xs.with_stride(66), ys, 2),
+        &["its column stride (66 elements) is not a multiple of 4"],
+    );
     refused("a stride shorter than a column", bind(xs.with_stride(32), ys, 2), &["overlap"]);
     refused("x and y in one buffer", bind(xs, DeviceSlice::new(&x, 256, 16), 1), &["one buffer", "WebGPU"]);
     refused("y on the weights", bind(xs, DeviceSlice::new(w.buffer(0), 0, 16), 1), &["weights' own"]);

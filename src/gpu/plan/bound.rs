@@ -39,9 +39,24 @@ impl Operand {
     /// Whether a kernel may read the operand as vec4<f32>: it starts and its runs start on whole
     /// vec4s, and the last vec4 it touches lies inside the buffer.
     pub fn vec4_ready(&self, count: u64) -> bool {
-        self.offset.is_multiple_of(4)
-            && (count == 1 || self.stride.is_multiple_of(4))
-            && self.end(count).div_ceil(4) * 4 <= self.buffer_words
+        self.vec4_failures(count).is_empty()
+    }
+
+    /// The rules of [`Operand::vec4_ready`] that `count` runs break, each with its numbers.
+    pub fn vec4_failures(&self, count: u64) -> Vec<String> {
+        let last = self.end(count).div_ceil(4) * 4;
+        [
+            (!self.offset.is_multiple_of(4))
+                .then(|| format!("its offset ({} elements) is not a multiple of 4", self.offset)),
+            (count > 1 && !self.stride.is_multiple_of(4))
+                .then(|| format!("its column stride ({} elements) is not a multiple of 4", self.stride)),
+            (last > self.buffer_words).then(|| {
+                format!("its last vec4 ends at element {last}, past the buffer's {} elements", self.buffer_words)
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// The binding of `count` runs: refused, naming the numbers, when a run is longer than its
@@ -50,13 +65,13 @@ impl Operand {
     pub fn bind(&self, what: &str, count: u64, align: u64, limit: u64, vec4: bool) -> Result<OperandBinding> {
         if count == 0 || self.len == 0 {
             return Err(Error::Unsupported(format!(
-                "{what}: an operand of {count} run(s) of {} words is empty",
+                "{what}: an operand of {count} run(s) of {} elements is empty",
                 self.len
             )));
         }
         if count > 1 && self.stride < self.len {
             return Err(Error::Unsupported(format!(
-                "{what}: a stride of {} words is shorter than its runs of {}, so they would overlap",
+                "{what}: a stride of {} elements is shorter than its runs of {}, so they would overlap",
                 self.stride, self.len
             )));
         }
@@ -67,7 +82,7 @@ impl Operand {
             .filter(|&e| e <= self.buffer_words)
             .ok_or_else(|| {
                 Error::Unsupported(format!(
-                    "{what}: {count} run(s) of {} words, {} apart, from word {} pass the buffer's end ({} words)",
+                    "{what}: {count} run(s) of {} elements, {} apart, from element {} pass the buffer's end ({} elements)",
                     self.len, self.stride, self.offset, self.buffer_words
                 ))
             })?;
@@ -155,11 +170,9 @@ pub(super) fn product(f: &Frame, profile: Profile, io: [&Operand; 2], counts: Co
         });
     }
     let xb = x.bind("matmul x", max_columns, f.align, limit, true)?;
-    if !x.vec4_ready(max_columns) {
-        return Err(Error::Unsupported(format!(
-            "matmul reads x as vec4<f32>: its offset ({}) and column stride ({}) must be multiples of 4 elements, and its last vec4 inside the buffer ({} words)",
-            x.offset, x.stride, x.buffer_words
-        )));
+    let failures = x.vec4_failures(max_columns);
+    if !failures.is_empty() {
+        return Err(Error::Unsupported(format!("matmul reads x as vec4<f32>: {}", failures.join("; "))));
     }
     let yb = y.bind("matmul y", max_columns, f.align, limit, false)?;
     // The row passes are the host product's for one column: the windows do not depend on J.

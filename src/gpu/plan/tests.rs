@@ -347,7 +347,7 @@ fn an_operand_binds_from_an_aligned_start_and_is_refused_past_its_buffer() {
     // vec4 reads: the binding ends on a whole vec4 (word 104 is one already).
     assert_eq!(op.bind("x", 3, 4, 1 << 20, true).unwrap(), OperandBinding { start: 272, size: 144, first: 2 });
     let err = |r: Result<OperandBinding>| r.unwrap_err().to_string();
-    assert!(err(op.bind("x", 12, 4, 1 << 20, false)).contains("pass the buffer's end (200 words)"));
+    assert!(err(op.bind("x", 12, 4, 1 << 20, false)).contains("pass the buffer's end (200 elements)"));
     assert!(err(op.bind("x", 3, 4, 100, false)).contains("100-byte storage binding limit"));
     assert!(err(Operand { stride: 9, ..op }.bind("x", 2, 4, 1 << 20, false)).contains("overlap"));
     assert!(
