@@ -1,6 +1,6 @@
-//! The tokenizer of a GGUF's own vocabulary (`tokenizer.ggml.*`, model `llama`: SentencePiece
-//! pieces with scores and byte fallback), encoding as llama.cpp encodes (the facts, from its
-//! vocabulary code):
+//! The tokenizer of a GGUF's own vocabulary (`tokenizer.ggml.*`): model `llama` (SentencePiece
+//! pieces with scores and byte fallback, below) or `gpt2` (byte-level BPE, [`bpe`]), encoding as
+//! llama.cpp encodes (the facts, from its vocabulary code). SentencePiece:
 //!
 //! 1. The text is cut around special tokens, longest first: user-defined tokens always, control
 //!    and unknown tokens only when special text is asked to be parsed; anything else is plain
@@ -55,6 +55,8 @@ impl TokenKind {
 /// A vocabulary and its encoding rules.
 #[derive(Debug, Clone)]
 pub struct Tokenizer {
+    /// Byte-level BPE's merges and pre-tokenizer (`gpt2`); `None`: SentencePiece (`llama`).
+    bpe: Option<bpe::Bpe>,
     tokens: Vec<String>,
     scores: Vec<f32>,
     kinds: Vec<TokenKind>,
@@ -90,6 +92,29 @@ fn flag<S: Source + ?Sized>(src: &S, key: &str, default: bool) -> Result<bool> {
         None => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),
         Some(_) => Err(tokenizer_error(format!("`{key}` must be a bool"))),
+    }
+}
+
+/// Byte-level BPE's pre-tokenizer and merges (`tokenizer.ggml.pre`, `tokenizer.ggml.merges`).
+fn byte_level_bpe<S: Source + ?Sized>(src: &S) -> Result<bpe::Bpe> {
+    let pre = match src.value("tokenizer.ggml.pre") {
+        Some(Value::String(p)) => bpe::PreTokenizer::from_name(p).ok_or_else(|| {
+            tokenizer_error(format!(
+                "pre-tokenizer `{}` is not supported: this reads {}",
+                clip(p),
+                bpe::PreTokenizer::NAMES.join(", ")
+            ))
+        })?,
+        Some(_) => return Err(tokenizer_error("`tokenizer.ggml.pre` must be a string".into())),
+        // llama.cpp reads a file without one with its `default` splitter, with a warning that
+        // quality degrades; that splitter is not one of those read here.
+        None => {
+            return Err(tokenizer_error("a `gpt2` vocabulary without `tokenizer.ggml.pre` is not supported".into()))
+        }
+    };
+    match src.value("tokenizer.ggml.merges") {
+        Some(Value::Array(Array::String(merges))) => bpe::Bpe::new(pre, merges),
+        _ => Err(tokenizer_error("`tokenizer.ggml.merges` must be an array of strings".into())),
     }
 }
 
@@ -134,16 +159,22 @@ impl Tokenizer {
 
     /// The vocabulary from any [`Source`] of metadata.
     pub fn from_source<S: Source + ?Sized>(src: &S) -> Result<Tokenizer> {
-        match src.value("tokenizer.ggml.model") {
-            Some(Value::String(m)) if m == "llama" => {}
+        let byte_level = match src.value("tokenizer.ggml.model") {
+            Some(Value::String(m)) if m == "llama" => false,
+            Some(Value::String(m)) if m == "gpt2" => true,
             Some(Value::String(m)) => {
                 return Err(tokenizer_error(format!(
-                    "tokenizer model `{}` is not supported: this reads `llama` (SentencePiece)",
+                    "tokenizer model `{}` is not supported: this reads `llama` (SentencePiece) and `gpt2` \
+                     (byte-level BPE)",
                     clip(m)
                 )))
             }
             _ => return Err(tokenizer_error("`tokenizer.ggml.model` must be a string".into())),
-        }
+        };
+        let bpe = match byte_level {
+            false => None,
+            true => Some(byte_level_bpe(src)?),
+        };
         let tokens = match src.value("tokenizer.ggml.tokens") {
             Some(Value::Array(Array::String(t))) if t.len() > MAX_VOCAB => {
                 return Err(tokenizer_error(format!(
@@ -191,12 +222,16 @@ impl Tokenizer {
         for (b, slot) in bytes.iter_mut().enumerate() {
             *slot = to_id.get(&format!("<0x{b:02X}>")).copied();
         }
+        // llama.cpp's defaults where a key is absent: SentencePiece adds BOS and a space prefix,
+        // byte-level BPE neither (for the pre-tokenizers read here).
+        let spm = bpe.is_none();
         Ok(Tokenizer {
+            bpe,
             bos: token_id(src, "tokenizer.ggml.bos_token_id", n)?,
             eos: token_id(src, "tokenizer.ggml.eos_token_id", n)?,
-            add_bos: flag(src, "tokenizer.ggml.add_bos_token", true)?,
+            add_bos: flag(src, "tokenizer.ggml.add_bos_token", spm)?,
             add_eos: flag(src, "tokenizer.ggml.add_eos_token", false)?,
-            add_space_prefix: flag(src, "tokenizer.ggml.add_space_prefix", true)?,
+            add_space_prefix: flag(src, "tokenizer.ggml.add_space_prefix", spm)?,
             tokens,
             scores,
             kinds,
@@ -233,6 +268,12 @@ impl Tokenizer {
                 Piece::Token(id) => {
                     out.push(id);
                     after_special = true;
+                }
+                Piece::Text(t) if self.bpe.is_some() => {
+                    if let Some(bpe) = &self.bpe {
+                        bpe.encode(t, &self.to_id, &mut out)?;
+                    }
+                    after_special = false;
                 }
                 Piece::Text(t) => {
                     let mut s = String::with_capacity(t.len() + 3);
@@ -355,6 +396,19 @@ impl Tokenizer {
             .tokens
             .get(i)
             .ok_or_else(|| tokenizer_error(format!("token id {id} is past the vocabulary of {}", self.tokens.len())))?;
+        if self.bpe.is_some() {
+            // As llama.cpp renders byte-level tokens: a normal token's characters as the bytes
+            // they stand for, a user-defined one as its text, any other as nothing.
+            return match self.kinds[i] {
+                TokenKind::Normal => bpe::token_bytes(text),
+                TokenKind::UserDefined => Ok(text.as_bytes().to_vec()),
+                TokenKind::Control
+                | TokenKind::Undefined
+                | TokenKind::Unknown
+                | TokenKind::Unused
+                | TokenKind::Byte => Ok(Vec::new()),
+            };
+        }
         Ok(match self.kinds[i] {
             TokenKind::Control => Vec::new(),
             TokenKind::Byte => match self.bytes.iter().position(|&b| b == Some(id)) {
@@ -413,5 +467,6 @@ enum Piece<'t> {
     Token(u32),
 }
 
+pub mod bpe;
 #[cfg(test)]
 mod tests;

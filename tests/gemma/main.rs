@@ -1,7 +1,8 @@
 //! gemma-3-270m's own GGUF, judged against llama.cpp and against the exact CPU reference: its
 //! configuration reads as llama.cpp reads it, its vocabulary encodes as llama.cpp encodes
 //! (prose, code, non-ASCII, numbers, whitespace runs, turn markers), and the GPU forward's
-//! logits on every adapter (`forward.rs`) and the model commands (`cli.rs`).
+//! logits on every adapter (`forward.rs`) and the model commands (`cli.rs`); and SmolLM2's
+//! byte-level BPE vocabulary against llama.cpp's (`smollm.rs`).
 //!
 //! The file (253 MB) is named by `NINFER_GEMMA`, else looked for where
 //! `../shared/tools/fetch-gemma.sh` caches it (`~/.cache/ninfer-wgpu`); llama.cpp's side is
@@ -12,6 +13,7 @@
 
 mod cli;
 mod forward;
+mod smollm;
 
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::Gemma3Config;
@@ -166,15 +168,20 @@ fn gemma_270m_encodes_as_llama_cpp_does() {
         eprintln!("skipped: needs gemma-3-270m-q4_k_m.gguf and tools/llama-logits (LLAMA_LOGITS)");
         return;
     };
-    let file = GgufFile::open(&path).unwrap();
+    encodes_as_llama_cpp(&path, &tool, &TEXTS);
+}
+
+/// Every text encodes to llama.cpp's ids with `path`'s vocabulary, special-token text parsed and
+/// plain (the default), and decodes back.
+fn encodes_as_llama_cpp(path: &Path, tool: &Path, texts: &[&str]) {
+    let file = GgufFile::open(path).unwrap();
     let tokenizer = ninfer_wgpu::llm::Tokenizer::from_gguf(&file).unwrap();
-    let dir = TempDir::new("gemma-tokenize");
-    for (i, text) in TEXTS.iter().enumerate() {
+    let dir = TempDir::new("tokenize");
+    for (i, text) in texts.iter().enumerate() {
         let f = dir.join(&format!("{i}.txt"));
         std::fs::write(&f, text).unwrap();
-        // Both ways special-token text is read: parsed, and plain (the default).
         for special in [true, false] {
-            let want = ids_of(&llama(&tool, if special { "tokenize-special" } else { "tokenize" }, &path, &f));
+            let want = ids_of(&llama(tool, if special { "tokenize-special" } else { "tokenize" }, path, &f));
             let got = tokenizer.encode(text, special).unwrap();
             assert_eq!(got, want, "text {i}, special parsed: {special}: {text:?}");
             if !special {

@@ -75,9 +75,19 @@ fn user_defined_tokens_split_always_control_tokens_only_when_asked() {
 #[test]
 fn a_bad_vocabulary_is_refused_by_name() {
     let mut t = toy(false);
+    t.put("tokenizer.ggml.model", Value::String("t5".into()));
+    let e = Tokenizer::from_source(&t).unwrap_err().to_string();
+    assert!(e.contains("`t5` is not supported"), "{e}");
+    // Byte-level BPE: a pre-tokenizer of its own is required, and one of those read.
     t.put("tokenizer.ggml.model", Value::String("gpt2".into()));
     let e = Tokenizer::from_source(&t).unwrap_err().to_string();
-    assert!(e.contains("`gpt2` is not supported"), "{e}");
+    assert!(e.contains("without `tokenizer.ggml.pre`"), "{e}");
+    t.put("tokenizer.ggml.pre", Value::String("qwen2".into()));
+    let e = Tokenizer::from_source(&t).unwrap_err().to_string();
+    assert!(e.contains("pre-tokenizer `qwen2` is not supported: this reads gpt-2, smollm"), "{e}");
+    t.put("tokenizer.ggml.pre", Value::String("smollm".into()));
+    let e = Tokenizer::from_source(&t).unwrap_err().to_string();
+    assert!(e.contains("`tokenizer.ggml.merges` must be an array of strings"), "{e}");
     let mut t = toy(false);
     t.put("tokenizer.ggml.scores", Value::Array(Array::F32(vec![0.0; 3])));
     assert!(Tokenizer::from_source(&t).unwrap_err().to_string().contains("14 finite f32 scores"));

@@ -1,0 +1,44 @@
+//! SmolLM2-135M-Instruct's own GGUF (architecture `llama`; a 49152-token byte-level BPE
+//! vocabulary, `tokenizer.ggml.model` = `gpt2`, pre-tokenizer `smollm`): its vocabulary encodes
+//! as llama.cpp encodes, with and without special-token parsing, on the gemma texts and hostile
+//! ones (runs of whitespace, long numbers, CJK, emoji, ChatML markers). The file is named by
+//! `NINFER_SMOLLM2`, else looked for where `../shared/tools/fetch-smollm2.sh` caches it; without
+//! it (or llama.cpp's side) the test reports a skip, except under CI with the variable set.
+
+use super::{ci, encodes_as_llama_cpp, llama_logits, TEXTS};
+use ninfer_wgpu::gguf::reader::GgufFile;
+use ninfer_wgpu::llm::Tokenizer;
+use std::path::PathBuf;
+
+fn smollm2() -> Option<PathBuf> {
+    let named = std::env::var_os("NINFER_SMOLLM2").map(PathBuf::from);
+    let path = named.clone().or_else(|| {
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ninfer-wgpu/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    })?;
+    assert!(!(ci() && named.is_some() && !path.exists()), "CI=true and NINFER_SMOLLM2 names a missing file");
+    path.exists().then_some(path)
+}
+
+/// What byte-level BPE's pre-tokenizer and merges meet beyond the gemma texts.
+const HOSTILE: [&str; 8] = [
+    "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n",
+    "a  b   c    d\n \n  \t\t x\r\n\r\ny",
+    "2024-12-06T05:00:00Z 1234567890 ١٢٣ ⅷ ½ 3.0e+10",
+    "don't I'll we've they're she'd IT'S 'tis ''quoted''",
+    "日本語のテキスト、中文文本，한국어 텍스트",
+    "👩‍👩‍👧‍👦 🏳️‍🌈 e\u{301} ﬁ ẞ",
+    "\u{0}\u{1}\u{7f}\u{85}\u{a0}\u{ad}\u{feff}\u{2028}",
+    "    def f(x):\n        return x  # comment\n",
+];
+
+#[test]
+fn smollm2_encodes_as_llama_cpp_does() {
+    let (Some(path), Some(tool)) = (smollm2(), llama_logits()) else {
+        eprintln!("skipped: needs SmolLM2-135M-Instruct.Q4_1.gguf and tools/llama-logits (LLAMA_LOGITS)");
+        return;
+    };
+    let vocab = Tokenizer::from_gguf(&GgufFile::open(&path).unwrap()).unwrap().vocab_size();
+    assert_eq!(vocab, 49152);
+    let texts: Vec<&str> = TEXTS.iter().chain(&HOSTILE).copied().collect();
+    encodes_as_llama_cpp(&path, &tool, &texts);
+}
