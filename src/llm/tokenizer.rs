@@ -223,13 +223,14 @@ impl Tokenizer {
             *slot = to_id.get(&format!("<0x{b:02X}>")).copied();
         }
         // llama.cpp's defaults where a key is absent: SentencePiece adds BOS and a space prefix,
-        // byte-level BPE neither (for the pre-tokenizers read here).
+        // byte-level BPE no prefix, and BOS as its pre-tokenizer says.
         let spm = bpe.is_none();
+        let default_bos = bpe.as_ref().is_none_or(|b| b.pre().adds_bos());
         Ok(Tokenizer {
             bpe,
             bos: token_id(src, "tokenizer.ggml.bos_token_id", n)?,
             eos: token_id(src, "tokenizer.ggml.eos_token_id", n)?,
-            add_bos: flag(src, "tokenizer.ggml.add_bos_token", spm)?,
+            add_bos: flag(src, "tokenizer.ggml.add_bos_token", default_bos)?,
             add_eos: flag(src, "tokenizer.ggml.add_eos_token", false)?,
             add_space_prefix: flag(src, "tokenizer.ggml.add_space_prefix", spm)?,
             tokens,

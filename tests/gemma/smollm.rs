@@ -20,7 +20,8 @@ fn smollm2() -> Option<PathBuf> {
 }
 
 /// What byte-level BPE's pre-tokenizer and merges meet beyond the gemma texts.
-const HOSTILE: [&str; 8] = [
+const HOSTILE: [&str; 9] = [
+    "say Xyzzy 123456 12 7 Xyzzy! 1234567",
     "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n",
     "a  b   c    d\n \n  \t\t x\r\n\r\ny",
     "2024-12-06T05:00:00Z 1234567890 ١٢٣ ⅷ ½ 3.0e+10",
@@ -41,4 +42,26 @@ fn smollm2_encodes_as_llama_cpp_does() {
     assert_eq!(vocab, 49152);
     let texts: Vec<&str> = TEXTS.iter().chain(&HOSTILE).copied().collect();
     encodes_as_llama_cpp(&path, &tool, &texts);
+}
+
+/// The other byte-level pre-tokenizers, on SmolLM2's tokens and merges: a tiny `llama` model
+/// carrying them under `llama-bpe` and `qwen2` (`tools/make-bpe-seed.py`, which adds tokens for
+/// grouped digits and one no merge makes), tokenized by llama.cpp with each pre-tokenizer's
+/// rules and defaults (Llama 3's adds BOS, groups digits by three and takes a word that is a
+/// token whole).
+#[test]
+fn llama3_and_qwen2_pre_tokenizers_encode_as_llama_cpp_does() {
+    let (Some(path), Some(tool)) = (smollm2(), llama_logits()) else {
+        eprintln!("skipped: needs SmolLM2-135M-Instruct.Q4_1.gguf and tools/llama-logits (LLAMA_LOGITS)");
+        return;
+    };
+    let dir = ninfer_wgpu_testkit::TempDir::new("bpe-seeds");
+    let texts: Vec<&str> = TEXTS.iter().chain(&HOSTILE).copied().collect();
+    for pre in ["llama-bpe", "qwen2"] {
+        let seed = dir.join(&format!("{pre}.gguf"));
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/make-bpe-seed.py");
+        let made = std::process::Command::new("python3").arg(script).arg(&path).arg(pre).arg(&seed).output().unwrap();
+        assert!(made.status.success(), "{pre}: {}", String::from_utf8_lossy(&made.stderr));
+        encodes_as_llama_cpp(&seed, &tool, &texts);
+    }
 }

@@ -4,7 +4,10 @@
 //! 1. A plain piece of text is split into words by the vocabulary's pre-tokenizer
 //!    (`tokenizer.ggml.pre`): `gpt-2` is GPT-2's pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+|
 //!    ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)` (a character nothing matches is a word of its own);
-//!    `smollm` first makes every number character a word of its own, then applies GPT-2's.
+//!    `smollm` first makes every number character a word of its own, then applies GPT-2's;
+//!    `llama-bpe` (`llama3`, `llama-v3`) is Llama 3's pattern (numbers in runs of up to three
+//!    digits, a word that is a token as a whole taken unmerged, BOS added by default), and
+//!    `qwen2` the same with every digit a word.
 //! 2. Each word's UTF-8 bytes are written as GPT-2's printable characters (one per byte), and
 //!    adjacent symbols are merged by the merge list's rank (`tokenizer.ggml.merges`, lowest
 //!    first; ties: leftmost first) until no pair is in the list.
@@ -26,16 +29,39 @@ use std::sync::OnceLock;
 pub enum PreTokenizer {
     Gpt2,
     Smollm,
+    /// Llama 3's pattern (`llama-bpe`, `llama3`, `llama-v3`): numbers in runs of up to 3 digits.
+    Llama3,
+    /// Qwen2's: Llama 3's with every digit a word of its own.
+    Qwen2,
 }
 
 impl PreTokenizer {
-    pub const NAMES: [&'static str; 2] = ["gpt-2", "smollm"];
+    pub const NAMES: [&'static str; 6] = ["gpt-2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2"];
 
     pub fn from_name(name: &str) -> Option<PreTokenizer> {
         match name {
             "gpt-2" => Some(PreTokenizer::Gpt2),
             "smollm" => Some(PreTokenizer::Smollm),
+            "llama-bpe" | "llama3" | "llama-v3" => Some(PreTokenizer::Llama3),
+            "qwen2" => Some(PreTokenizer::Qwen2),
             _ => None,
+        }
+    }
+
+    /// Whether the vocabulary adds BOS where `tokenizer.ggml.add_bos_token` is absent
+    /// (llama.cpp's default for the pre-tokenizer).
+    pub fn adds_bos(self) -> bool {
+        match self {
+            PreTokenizer::Llama3 => true,
+            PreTokenizer::Gpt2 | PreTokenizer::Smollm | PreTokenizer::Qwen2 => false,
+        }
+    }
+
+    /// Whether a word that is a token as a whole is taken whole, unmerged (Llama 3's rule).
+    fn ignores_merges(self) -> bool {
+        match self {
+            PreTokenizer::Llama3 => true,
+            PreTokenizer::Gpt2 | PreTokenizer::Smollm | PreTokenizer::Qwen2 => false,
         }
     }
 }
@@ -107,6 +133,8 @@ pub fn split(pre: PreTokenizer, text: &str) -> Vec<&str> {
     let mut words = Vec::new();
     match pre {
         PreTokenizer::Gpt2 => gpt2(text, &mut words),
+        PreTokenizer::Llama3 => llama3(text, &mut words, 3),
+        PreTokenizer::Qwen2 => llama3(text, &mut words, 1),
         PreTokenizer::Smollm => {
             let mut start = 0;
             for (i, c) in text.char_indices() {
@@ -126,70 +154,182 @@ pub fn split(pre: PreTokenizer, text: &str) -> Vec<&str> {
     words
 }
 
-/// GPT-2's pattern over `text`, matched as llama.cpp's hand-written matcher does.
-fn gpt2<'t>(text: &'t str, words: &mut Vec<&'t str>) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let n = chars.len();
-    let at = |p: usize| chars.get(p).map(|&(_, c)| c);
-    let byte = |p: usize| chars.get(p).map_or(text.len(), |&(b, _)| b);
-    let letter = |p: usize| at(p).is_some_and(is_letter);
-    let number = |p: usize| at(p).is_some_and(char::is_numeric);
-    let space = |p: usize| at(p).is_some_and(char::is_whitespace);
-    let other = |p: usize| at(p).is_some_and(|c| !(c.is_whitespace() || is_letter(c) || c.is_numeric()));
-    let (mut pos, mut prev) = (0, 0);
-    let mut add = |end: usize, words: &mut Vec<&'t str>| {
-        if end > prev {
-            words.push(&text[byte(prev)..byte(end)]);
+/// A text as a pre-tokenizer walks it: characters by index (an index past the end is no
+/// character, of no class), and the words cut so far.
+struct Scan<'t, 'w> {
+    text: &'t str,
+    chars: Vec<(usize, char)>,
+    /// Where the next word starts (a character index).
+    from: usize,
+    words: &'w mut Vec<&'t str>,
+}
+
+impl<'t, 'w> Scan<'t, 'w> {
+    fn new(text: &'t str, words: &'w mut Vec<&'t str>) -> Self {
+        Scan { text, chars: text.char_indices().collect(), from: 0, words }
+    }
+
+    fn len(&self) -> usize {
+        self.chars.len()
+    }
+
+    fn at(&self, p: usize) -> Option<char> {
+        self.chars.get(p).map(|&(_, c)| c)
+    }
+
+    fn letter(&self, p: usize) -> bool {
+        self.at(p).is_some_and(is_letter)
+    }
+
+    fn number(&self, p: usize) -> bool {
+        self.at(p).is_some_and(char::is_numeric)
+    }
+
+    fn space(&self, p: usize) -> bool {
+        self.at(p).is_some_and(char::is_whitespace)
+    }
+
+    fn newline(&self, p: usize) -> bool {
+        self.at(p).is_some_and(|c| c == '\r' || c == '\n')
+    }
+
+    /// `[^\s\p{L}\p{N}]`
+    fn other(&self, p: usize) -> bool {
+        self.at(p).is_some_and(|c| !(c.is_whitespace() || is_letter(c) || c.is_numeric()))
+    }
+
+    /// The length of a contraction at `p` (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`; any case
+    /// where `any_case`, and no letter but ASCII's lowercases to these), or 0.
+    fn contraction(&self, p: usize, any_case: bool) -> usize {
+        let at = |p: usize| self.at(p).map(|c| if any_case { c.to_ascii_lowercase() } else { c });
+        match (self.at(p), at(p + 1), at(p + 2)) {
+            (Some('\''), Some('s' | 't' | 'm' | 'd'), _) => 2,
+            (Some('\''), Some('r'), Some('e'))
+            | (Some('\''), Some('v'), Some('e'))
+            | (Some('\''), Some('l'), Some('l')) => 3,
+            _ => 0,
         }
-        prev = end;
-    };
-    while pos < n {
-        let c = chars[pos].1;
-        // 's|'t|'re|'ve|'m|'ll|'d
-        if c == '\'' {
-            let contraction = match (at(pos + 1), at(pos + 2)) {
-                (Some('s' | 't' | 'm' | 'd'), _) => 2,
-                (Some('r'), Some('e')) | (Some('v'), Some('e')) | (Some('l'), Some('l')) => 3,
-                _ => 0,
-            };
-            if contraction > 0 {
-                pos += contraction;
-                add(pos, words);
-                continue;
-            }
-        }
-        // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: one class after an optional space.
-        let lead = if c == ' ' { pos + 1 } else { pos };
-        let class: Option<&dyn Fn(usize) -> bool> = if letter(lead) {
-            Some(&letter)
-        } else if number(lead) {
-            Some(&number)
-        } else if other(lead) {
-            Some(&other)
-        } else {
-            None
-        };
-        if let Some(class) = class {
-            pos = lead;
-            while class(pos) {
-                pos += 1;
-            }
-            add(pos, words);
-            continue;
-        }
+    }
+
+    /// The whitespace run at `p`: `\s+(?!\S)` where more text follows (the run's last space
+    /// goes to the next word), else the whole run; a position of no class takes one character.
+    fn space_run_end(&self, p: usize) -> usize {
         let mut run = 0;
-        while space(pos + run) {
+        while self.space(p + run) {
             run += 1;
         }
-        // `\s+(?!\S)`: a run followed by more text gives its last space to the next word.
-        if run > 1 && pos + run < n {
-            pos += run - 1;
-        } else if run > 0 {
-            pos += run;
-        } else {
-            pos += 1;
+        match run {
+            0 | 1 => p + 1,
+            _ if p + run < self.len() => p + run - 1,
+            _ => p + run,
         }
-        add(pos, words);
+    }
+
+    /// The end of the run of `class` characters from `p`.
+    fn run(&self, mut p: usize, class: impl Fn(&Self, usize) -> bool) -> usize {
+        while class(self, p) {
+            p += 1;
+        }
+        p
+    }
+
+    /// Cuts the word that ends before character `end`.
+    fn cut(&mut self, end: usize) {
+        let byte = |p: usize| self.chars.get(p).map_or(self.text.len(), |&(b, _)| b);
+        if end > self.from {
+            let word = &self.text[byte(self.from)..byte(end)];
+            self.words.push(word);
+        }
+        self.from = end;
+    }
+}
+
+/// GPT-2's pattern over `text`, matched as llama.cpp's hand-written matcher does.
+fn gpt2<'t>(text: &'t str, words: &mut Vec<&'t str>) {
+    let mut s = Scan::new(text, words);
+    let mut pos = 0;
+    while pos < s.len() {
+        let contraction = s.contraction(pos, false);
+        if contraction > 0 {
+            pos += contraction;
+            s.cut(pos);
+            continue;
+        }
+        // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: one class after an optional space.
+        let lead = if s.at(pos) == Some(' ') { pos + 1 } else { pos };
+        pos = if s.letter(lead) {
+            s.run(lead, Scan::letter)
+        } else if s.number(lead) {
+            s.run(lead, Scan::number)
+        } else if s.other(lead) {
+            s.run(lead, Scan::other)
+        } else {
+            s.space_run_end(pos)
+        };
+        s.cut(pos);
+    }
+}
+
+/// Llama 3's pattern, `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
+/// ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`, matched as llama.cpp's hand-written
+/// matcher does (`digits` = 3; Qwen2's pattern is the same with 1, which llama.cpp runs through
+/// a regex engine to the same words).
+fn llama3<'t>(text: &'t str, words: &mut Vec<&'t str>, digits: usize) {
+    let mut s = Scan::new(text, words);
+    let mut pos = 0;
+    while pos < s.len() {
+        let contraction = s.contraction(pos, true);
+        if contraction > 0 {
+            pos += contraction;
+            s.cut(pos);
+            continue;
+        }
+        // [^\r\n\p{L}\p{N}]?\p{L}+
+        if !(s.newline(pos) || s.number(pos)) && (s.letter(pos) || s.letter(pos + 1)) {
+            pos += 1;
+            while s.letter(pos) {
+                pos += 1;
+            }
+            s.cut(pos);
+            continue;
+        }
+        // \p{N}{1,digits}
+        if s.number(pos) {
+            let mut from = pos;
+            while s.number(pos) {
+                pos += 1;
+                if pos - from >= digits {
+                    s.cut(pos);
+                    from = pos;
+                }
+            }
+            s.cut(pos);
+            continue;
+        }
+        // ` ?[^\s\p{L}\p{N}]+[\r\n]*` (a space at the very end is a word by this branch too)
+        let lead = if s.at(pos) == Some(' ') { pos + 1 } else { pos };
+        if !(s.space(lead) || s.letter(lead) || s.number(lead)) {
+            pos = lead;
+            while s.other(pos) {
+                pos += 1;
+            }
+            while s.newline(pos) {
+                pos += 1;
+            }
+            s.cut(pos);
+            continue;
+        }
+        // \s*[\r\n]+: a run of whitespace up to its last newline.
+        let mut last_newline = None;
+        let mut end = pos;
+        while s.space(end) {
+            end += 1;
+            if s.newline(end - 1) {
+                last_newline = Some(end);
+            }
+        }
+        pos = last_newline.unwrap_or_else(|| s.space_run_end(pos));
+        s.cut(pos);
     }
 }
 
@@ -218,11 +358,18 @@ impl Bpe {
         Ok(Bpe { pre, ranks })
     }
 
+    pub fn pre(&self) -> PreTokenizer {
+        self.pre
+    }
+
     /// The ids of a plain piece of text, appended to `out`.
     pub fn encode(&self, text: &str, to_id: &HashMap<String, u32>, out: &mut Vec<u32>) -> Result<()> {
         for word in split(self.pre, text) {
             let encoded: String = word.bytes().map(byte_char).collect();
-            self.merge(&encoded, to_id, out)?;
+            match (self.pre.ignores_merges(), to_id.get(&encoded)) {
+                (true, Some(&id)) => out.push(id),
+                _ => self.merge(&encoded, to_id, out)?,
+            }
         }
         Ok(())
     }
@@ -310,6 +457,19 @@ mod tests {
         );
         // A run of spaces at the end stays whole; a lone newline before a letter is a word.
         assert_eq!(split(PreTokenizer::Gpt2, "a \n\tb  "), ["a", " \n", "\t", "b", "  "]);
+    }
+
+    #[test]
+    fn llama3_and_qwen2_split_as_llama_cpp() {
+        let text = "Hello (world) IT'S 12345 x\n\n  y ,\n";
+        assert_eq!(
+            split(PreTokenizer::Llama3, text),
+            ["Hello", " (", "world", ")", " IT", "'S", " ", "123", "45", " x", "\n\n", " ", " y", " ,\n"]
+        );
+        assert_eq!(
+            split(PreTokenizer::Qwen2, text),
+            ["Hello", " (", "world", ")", " IT", "'S", " ", "1", "2", "3", "4", "5", " x", "\n\n", " ", " y", " ,\n"]
+        );
     }
 
     #[test]

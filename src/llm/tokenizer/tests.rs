@@ -82,9 +82,9 @@ fn a_bad_vocabulary_is_refused_by_name() {
     t.put("tokenizer.ggml.model", Value::String("gpt2".into()));
     let e = Tokenizer::from_source(&t).unwrap_err().to_string();
     assert!(e.contains("without `tokenizer.ggml.pre`"), "{e}");
-    t.put("tokenizer.ggml.pre", Value::String("qwen2".into()));
+    t.put("tokenizer.ggml.pre", Value::String("deepseek-llm".into()));
     let e = Tokenizer::from_source(&t).unwrap_err().to_string();
-    assert!(e.contains("pre-tokenizer `qwen2` is not supported: this reads gpt-2, smollm"), "{e}");
+    assert!(e.contains("pre-tokenizer `deepseek-llm` is not supported: this reads gpt-2, smollm, llama-bpe"), "{e}");
     t.put("tokenizer.ggml.pre", Value::String("smollm".into()));
     let e = Tokenizer::from_source(&t).unwrap_err().to_string();
     assert!(e.contains("`tokenizer.ggml.merges` must be an array of strings"), "{e}");
