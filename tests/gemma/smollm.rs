@@ -45,19 +45,19 @@ fn smollm2_encodes_as_llama_cpp_does() {
 }
 
 /// The other byte-level pre-tokenizers, on SmolLM2's tokens and merges: a tiny `llama` model
-/// carrying them under `llama-bpe` and `qwen2` (`tools/make-bpe-seed.py`, which adds tokens for
+/// carrying them under `llama-bpe`, `qwen2`, `default` and `gpt-2` (`tools/make-bpe-seed.py`, which adds tokens for
 /// grouped digits and one no merge makes), tokenized by llama.cpp with each pre-tokenizer's
 /// rules and defaults (Llama 3's adds BOS, groups digits by three and takes a word that is a
 /// token whole).
 #[test]
-fn llama3_and_qwen2_pre_tokenizers_encode_as_llama_cpp_does() {
+fn the_other_pre_tokenizers_encode_as_llama_cpp_does() {
     let (Some(path), Some(tool)) = (smollm2(), llama_logits()) else {
         eprintln!("skipped: needs SmolLM2-135M-Instruct.Q4_1.gguf and tools/llama-logits (LLAMA_LOGITS)");
         return;
     };
     let dir = ninfer_wgpu_testkit::TempDir::new("bpe-seeds");
     let texts: Vec<&str> = TEXTS.iter().chain(&HOSTILE).copied().collect();
-    for pre in ["llama-bpe", "qwen2"] {
+    for pre in ["llama-bpe", "qwen2", "default", "gpt-2"] {
         let seed = dir.join(&format!("{pre}.gguf"));
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/make-bpe-seed.py");
         let made = std::process::Command::new("python3").arg(script).arg(&path).arg(pre).arg(&seed).output().unwrap();

@@ -7,7 +7,9 @@
 //!    `smollm` first makes every number character a word of its own, then applies GPT-2's;
 //!    `llama-bpe` (`llama3`, `llama-v3`) is Llama 3's pattern (numbers in runs of up to three
 //!    digits, a word that is a token as a whole taken unmerged, BOS added by default), and
-//!    `qwen2` the same with every digit a word.
+//!    `qwen2` the same with every digit a word; `default` is llama.cpp's fallback (runs of
+//!    punctuation, GPT-2's pattern, runs of numbers, ASCII digits by three, each splitting the
+//!    words the one before left).
 //! 2. Each word's UTF-8 bytes are written as GPT-2's printable characters (one per byte), and
 //!    adjacent symbols are merged by the merge list's rank (`tokenizer.ggml.merges`, lowest
 //!    first; ties: leftmost first) until no pair is in the list.
@@ -33,10 +35,13 @@ pub enum PreTokenizer {
     Llama3,
     /// Qwen2's: Llama 3's with every digit a word of its own.
     Qwen2,
+    /// llama.cpp's `default`: runs of punctuation, then GPT-2's pattern, then runs of numbers,
+    /// then ASCII digits by three.
+    Default,
 }
 
 impl PreTokenizer {
-    pub const NAMES: [&'static str; 6] = ["gpt-2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2"];
+    pub const NAMES: [&'static str; 7] = ["gpt-2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "default"];
 
     pub fn from_name(name: &str) -> Option<PreTokenizer> {
         match name {
@@ -44,6 +49,7 @@ impl PreTokenizer {
             "smollm" => Some(PreTokenizer::Smollm),
             "llama-bpe" | "llama3" | "llama-v3" => Some(PreTokenizer::Llama3),
             "qwen2" => Some(PreTokenizer::Qwen2),
+            "default" => Some(PreTokenizer::Default),
             _ => None,
         }
     }
@@ -53,7 +59,7 @@ impl PreTokenizer {
     pub fn adds_bos(self) -> bool {
         match self {
             PreTokenizer::Llama3 => true,
-            PreTokenizer::Gpt2 | PreTokenizer::Smollm | PreTokenizer::Qwen2 => false,
+            PreTokenizer::Gpt2 | PreTokenizer::Smollm | PreTokenizer::Qwen2 | PreTokenizer::Default => false,
         }
     }
 
@@ -61,7 +67,7 @@ impl PreTokenizer {
     fn ignores_merges(self) -> bool {
         match self {
             PreTokenizer::Llama3 => true,
-            PreTokenizer::Gpt2 | PreTokenizer::Smollm | PreTokenizer::Qwen2 => false,
+            PreTokenizer::Gpt2 | PreTokenizer::Smollm | PreTokenizer::Qwen2 | PreTokenizer::Default => false,
         }
     }
 }
@@ -100,22 +106,27 @@ pub fn char_byte(c: char) -> Option<u8> {
 /// Unicode general category L, as ranges.
 fn letters() -> &'static [(char, char)] {
     static LETTERS: OnceLock<Vec<(char, char)>> = OnceLock::new();
-    LETTERS.get_or_init(|| {
-        use regex_syntax::hir::{Class, HirKind};
-        match regex_syntax::parse(r"\p{L}").map(|h| h.kind().clone()) {
-            Ok(HirKind::Class(Class::Unicode(class))) => class.ranges().iter().map(|r| (r.start(), r.end())).collect(),
-            // regex-syntax built with its Unicode tables always parses this; without them no
-            // letter outside ASCII would be one (and the tests comparing with llama.cpp fail).
-            _ => Vec::new(),
-        }
-    })
+    LETTERS.get_or_init(|| unicode_class(r"\p{L}"))
 }
 
-fn is_letter(c: char) -> bool {
-    if c.is_ascii() {
-        return c.is_ascii_alphabetic();
+/// Unicode general category P, as ranges.
+fn punctuation() -> &'static [(char, char)] {
+    static PUNCTUATION: OnceLock<Vec<(char, char)>> = OnceLock::new();
+    PUNCTUATION.get_or_init(|| unicode_class(r"\p{P}"))
+}
+
+fn unicode_class(pattern: &str) -> Vec<(char, char)> {
+    use regex_syntax::hir::{Class, HirKind};
+    match regex_syntax::parse(pattern).map(|h| h.kind().clone()) {
+        Ok(HirKind::Class(Class::Unicode(class))) => class.ranges().iter().map(|r| (r.start(), r.end())).collect(),
+        // regex-syntax built with its Unicode tables always parses these; without them no
+        // character outside ASCII would be in the class (and the tests against llama.cpp fail).
+        _ => Vec::new(),
     }
-    letters()
+}
+
+fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
+    ranges
         .binary_search_by(|&(lo, hi)| {
             if hi < c {
                 std::cmp::Ordering::Less
@@ -128,6 +139,18 @@ fn is_letter(c: char) -> bool {
         .is_ok()
 }
 
+fn is_letter(c: char) -> bool {
+    match c.is_ascii() {
+        true => c.is_ascii_alphabetic(),
+        false => in_ranges(letters(), c),
+    }
+}
+
+/// `default`'s first class: Unicode punctuation and `$+<=>^~|`.
+fn is_punctuation(c: char) -> bool {
+    "$+<=>^~|".contains(c) || in_ranges(punctuation(), c)
+}
+
 /// `text` split into words by `pre`, in order; together they are the whole text.
 pub fn split(pre: PreTokenizer, text: &str) -> Vec<&str> {
     let mut words = Vec::new();
@@ -135,6 +158,17 @@ pub fn split(pre: PreTokenizer, text: &str) -> Vec<&str> {
         PreTokenizer::Gpt2 => gpt2(text, &mut words),
         PreTokenizer::Llama3 => llama3(text, &mut words, 3),
         PreTokenizer::Qwen2 => llama3(text, &mut words, 1),
+        PreTokenizer::Default => {
+            // Each pattern splits every word the one before left: its matches are words, and
+            // so are the stretches between them.
+            let mut pieces = Vec::new();
+            runs(text, is_punctuation, &mut pieces);
+            let mut gpt = Vec::new();
+            pieces.iter().for_each(|p| gpt2(p, &mut gpt));
+            let mut numbers = Vec::new();
+            gpt.iter().for_each(|p| runs(p, char::is_numeric, &mut numbers));
+            numbers.iter().for_each(|p| digit_triples(p, &mut words));
+        }
         PreTokenizer::Smollm => {
             let mut start = 0;
             for (i, c) in text.char_indices() {
@@ -241,6 +275,45 @@ impl<'t, 'w> Scan<'t, 'w> {
             self.words.push(word);
         }
         self.from = end;
+    }
+}
+
+/// `[class]+` over `text`: each run of `class` characters a word, and each stretch between.
+fn runs<'t>(text: &'t str, class: fn(char) -> bool, words: &mut Vec<&'t str>) {
+    let mut from = 0;
+    let mut inside = None;
+    for (i, c) in text.char_indices() {
+        let now = class(c);
+        if inside.is_some_and(|was| was != now) {
+            words.push(&text[from..i]);
+            from = i;
+        }
+        inside = Some(now);
+    }
+    if from < text.len() {
+        words.push(&text[from..]);
+    }
+}
+
+/// `[0-9][0-9][0-9]` over `text`: each three ASCII digits in a row (leftmost first) a word, and
+/// each stretch between.
+fn digit_triples<'t>(text: &'t str, words: &mut Vec<&'t str>) {
+    let b = text.as_bytes();
+    let (mut from, mut i) = (0, 0);
+    while i + 3 <= b.len() {
+        if b[i..i + 3].iter().all(u8::is_ascii_digit) {
+            if i > from {
+                words.push(&text[from..i]);
+            }
+            words.push(&text[i..i + 3]);
+            i += 3;
+            from = i;
+        } else {
+            i += 1;
+        }
+    }
+    if from < text.len() {
+        words.push(&text[from..]);
     }
 }
 
@@ -469,6 +542,14 @@ mod tests {
         assert_eq!(
             split(PreTokenizer::Qwen2, text),
             ["Hello", " (", "world", ")", " IT", "'S", " ", "1", "2", "3", "4", "5", " x", "\n\n", " ", " y", " ,\n"]
+        );
+    }
+
+    #[test]
+    fn default_splits_punctuation_then_gpt2_then_numbers_then_digit_triples() {
+        assert_eq!(
+            split(PreTokenizer::Default, "a+b=12345 (x)! 7½8"),
+            ["a", "+", "b", "=", "123", "45", " ", "(", "x", ")!", " ", "7½8"]
         );
     }
 
