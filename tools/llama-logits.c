@@ -4,6 +4,8 @@
 //   llama-logits tokenize MODEL TEXT_FILE OUT.i32   ids as llama.cpp encodes them (BOS as the
 //                                                   model says, special text as plain text)
 //   llama-logits tokenize-special MODEL TEXT_FILE OUT.i32   the same, control-token text parsed
+//   llama-logits chat MODEL MESSAGE_FILE OUT.txt   the model's chat template applied to one user
+//                                                   message ("system\0user": with a system one)
 //   llama-logits logits MODEL IDS.i32 OUT.f32       [tokens][vocab] f32, every position
 //   llama-logits system-info                        the CPU features ggml was built with
 //
@@ -50,8 +52,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     int special = argc > 1 && !strcmp(argv[1], "tokenize-special");
-    if (argc != 5 || (strcmp(argv[1], "tokenize") && strcmp(argv[1], "logits") && !special)) {
-        fprintf(stderr, "usage: llama-logits tokenize|tokenize-special|logits MODEL INPUT OUTPUT | system-info\n");
+    int chat = argc > 1 && !strcmp(argv[1], "chat");
+    if (argc != 5 || (strcmp(argv[1], "tokenize") && strcmp(argv[1], "logits") && !special && !chat)) {
+        fprintf(stderr, "usage: llama-logits tokenize|tokenize-special|logits|chat MODEL INPUT OUTPUT | system-info\n");
         return 2;
     }
     llama_log_set(quiet, NULL);
@@ -70,6 +73,32 @@ int main(int argc, char **argv) {
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     long len;
     void *input = read_all(argv[3], &len);
+
+    if (chat) {
+        // INPUT: a user message, or "system\0user". OUTPUT: the model's own chat template applied
+        // by llama_chat_apply_template, with the assistant's turn opened.
+        const char *text = input;
+        size_t first = strnlen(text, (size_t)len);
+        struct llama_chat_message msgs[2];
+        int n_msgs = 0;
+        char *system = NULL, *user;
+        if (first < (size_t)len) {
+            system = strndup(text, first);
+            user = strndup(text + first + 1, (size_t)len - first - 1);
+            msgs[n_msgs++] = (struct llama_chat_message){"system", system};
+        } else {
+            user = strndup(text, (size_t)len);
+        }
+        msgs[n_msgs++] = (struct llama_chat_message){"user", user};
+        const char *tmpl = llama_model_chat_template(model, NULL);
+        if (!tmpl) { fprintf(stderr, "the model has no chat template\n"); return 1; }
+        int cap = 2 * (int)len + 4096;
+        char *buf = malloc((size_t)cap);
+        int n = llama_chat_apply_template(tmpl, msgs, (size_t)n_msgs, true, buf, cap);
+        if (n < 0 || n > cap) { fprintf(stderr, "chat template not applied (%d)\n", n); return 1; }
+        write_all(argv[4], buf, (size_t)n);
+        return 0;
+    }
 
     if (strcmp(argv[1], "logits")) {
         int cap = (int)len + 16;

@@ -7,7 +7,9 @@ with llama.cpp's for each pre-tokenizer on SmolLM2's vocabulary). `add_bos_token
 so that the pre-tokenizers' differences show in the ids: `12` and `123` with the merges `1 2`
 and `12 3` (digits grouped by three, or one by one), and `ĠXyzzy`, which no merge makes (a word
 that is a token whole, taken whole only where merges are ignored). Needs llama.cpp's `gguf`
-package. Usage: tools/make-bpe-seed.py SOURCE.gguf PRE OUT.gguf
+package. A fourth argument, if given, is written as the model's `tokenizer.chat_template`
+(tests/gemma/smollm.rs checks llama.cpp's templates so).
+Usage: tools/make-bpe-seed.py SOURCE.gguf PRE OUT.gguf [CHAT_TEMPLATE]
 """
 import sys
 
@@ -15,6 +17,7 @@ import numpy as np
 from gguf import GGUFReader, GGUFWriter
 
 source, pre, out = sys.argv[1:4]
+template = sys.argv[4] if len(sys.argv) > 4 else None
 fields = GGUFReader(source).fields
 
 
@@ -48,6 +51,8 @@ w.add_token_types(types)
 w.add_token_merges(merges)
 w.add_bos_token_id(scalar("tokenizer.ggml.bos_token_id"))
 w.add_eos_token_id(scalar("tokenizer.ggml.eos_token_id"))
+if template is not None:
+    w.add_chat_template(template)
 
 rng = np.random.default_rng(3)
 def t(name, *shape):

@@ -67,21 +67,20 @@ pub enum Event<'a> {
     Token { id: u32, text: &'a str, count: usize, seconds: f64 },
 }
 
-/// The turn markers of gemma's chat template.
-const TURN_MARKERS: [&str; 2] = ["<start_of_turn>", "<end_of_turn>"];
-
-/// The prompt's token ids: the chat template when asked (its turn markers parsed as tokens). A
-/// vocabulary without the markers as tokens of their own is refused for chat: they would be
-/// encoded as plain text, a prompt the model was never trained on.
+/// The prompt's token ids: with `chat`, the file's chat template around it ([`super::chat::ChatTemplate`],
+/// its turn markers parsed as tokens). A vocabulary without the template's markers as tokens of
+/// their own is refused for chat: they would be encoded as plain text, a prompt the model was
+/// never trained on.
 pub fn prompt_ids(tokenizer: &Tokenizer, prompt: &str, chat: bool) -> Result<Vec<u32>> {
     match chat {
         true => {
-            if let Some(missing) = TURN_MARKERS.iter().find(|m| tokenizer.token(m).is_none()) {
+            let template = tokenizer.chat_template()?;
+            if let Some(missing) = template.markers().iter().find(|m| tokenizer.token(m).is_none()) {
                 return Err(Error::Model(format!(
-                    "chat: this vocabulary has no `{missing}` token, which gemma's chat template needs"
+                    "chat: this vocabulary has no `{missing}` token, which its chat template ({template:?}) needs"
                 )));
             }
-            tokenizer.encode(&format!("<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n"), true)
+            tokenizer.encode(&template.apply(None, prompt), true)
         }
         false => tokenizer.encode(prompt, false),
     }
@@ -104,7 +103,9 @@ pub async fn generate(
     if ids.is_empty() {
         return Err(Error::Model("the prompt encodes to no tokens (this vocabulary adds no BOS)".into()));
     }
-    let stops: Vec<u32> = tokenizer.eos.into_iter().chain(tokenizer.token("<end_of_turn>")).collect();
+    // The end of text, and the end of the model's turn where the file's template has one.
+    let turn_end = tokenizer.chat_template().ok().and_then(|t| t.end_of_turn()).and_then(|m| tokenizer.token(m));
+    let stops: Vec<u32> = tokenizer.eos.into_iter().chain(turn_end).collect();
     // The last token is picked, never run: n tokens need n - 1 positions after the prompt.
     let room = (forward.context() + 1).saturating_sub(ids.len());
     let budget = request.tokens.min(room);
@@ -157,6 +158,10 @@ mod tests {
 
     /// Pieces "<unk>", "<bos>" (1), "<eos>" (2), "a", "b", "c"; no space prefix.
     fn tokenizer(add_bos: bool) -> Tokenizer {
+        Tokenizer::from_source(&table(add_bos)).unwrap()
+    }
+
+    fn table(add_bos: bool) -> Table {
         let pieces = ["<unk>", "<bos>", "<eos>", "a", "b", "c"];
         let types = [2, 3, 3, 1, 1, 1];
         let mut t = Table::default();
@@ -168,7 +173,7 @@ mod tests {
             .put("tokenizer.ggml.eos_token_id", Value::U32(2))
             .put("tokenizer.ggml.add_bos_token", Value::Bool(add_bos))
             .put("tokenizer.ggml.add_space_prefix", Value::Bool(false));
-        Tokenizer::from_source(&t).unwrap()
+        t
     }
 
     /// Logits that pick `next[i]` after the i-th run; refuses to run past its context.
@@ -232,7 +237,12 @@ mod tests {
     #[test]
     fn chat_on_a_vocabulary_without_turn_markers_is_refused() {
         let err = prompt_ids(&tokenizer(true), "ab", true).expect_err("refused").to_string();
-        assert!(err.contains("`<start_of_turn>`"), "{err}");
+        assert!(err.contains("no chat template"), "{err}");
+        // A gemma template over a vocabulary without gemma's markers.
+        let mut t = table(true);
+        t.put("tokenizer.chat_template", Value::String("{{ '<start_of_turn>' + role }}".into()));
+        let err = prompt_ids(&Tokenizer::from_source(&t).unwrap(), "ab", true).expect_err("refused").to_string();
+        assert!(err.contains("no `<start_of_turn>` token"), "{err}");
         assert_eq!(prompt_ids(&tokenizer(true), "ab", false).unwrap(), [1, 3, 4]);
     }
 

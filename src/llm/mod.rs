@@ -2,6 +2,7 @@
 //! from its GGUF, its vocabulary's tokenizer, the CPU reference forward, and the GPU forward on
 //! the engine API with the model's own kernels.
 
+pub mod chat;
 pub mod config;
 pub mod forward;
 pub mod generate;

@@ -69,6 +69,8 @@ pub struct Tokenizer {
     add_bos: bool,
     add_eos: bool,
     add_space_prefix: bool,
+    /// `tokenizer.chat_template`, as the file holds it.
+    chat_template: Option<String>,
 }
 
 fn tokenizer_error(detail: String) -> Error {
@@ -233,6 +235,11 @@ impl Tokenizer {
             add_bos: flag(src, "tokenizer.ggml.add_bos_token", default_bos)?,
             add_eos: flag(src, "tokenizer.ggml.add_eos_token", false)?,
             add_space_prefix: flag(src, "tokenizer.ggml.add_space_prefix", spm)?,
+            chat_template: match src.value("tokenizer.chat_template") {
+                None => None,
+                Some(Value::String(t)) => Some(t.clone()),
+                Some(_) => return Err(tokenizer_error("`tokenizer.chat_template` must be a string".into())),
+            },
             tokens,
             scores,
             kinds,
@@ -249,6 +256,20 @@ impl Tokenizer {
     /// The id of the token whose text is exactly `text` (a turn marker, say).
     pub fn token(&self, text: &str) -> Option<u32> {
         self.to_id.get(text).copied()
+    }
+
+    /// The file's chat template ([`super::chat`]). A file without one whose vocabulary has
+    /// gemma's turn markers (gemma-3-270m's) gets gemma's, the template its family is trained
+    /// with; any other file without one is refused for chat.
+    pub fn chat_template(&self) -> Result<super::chat::ChatTemplate> {
+        use super::chat::ChatTemplate;
+        match &self.chat_template {
+            Some(t) => ChatTemplate::detect(t),
+            None if ChatTemplate::Gemma.markers().iter().all(|m| self.to_id.contains_key(*m)) => {
+                Ok(ChatTemplate::Gemma)
+            }
+            None => Err(tokenizer_error("chat: the file has no chat template (`tokenizer.chat_template`)".into())),
+        }
     }
 
     /// A token's type.

@@ -5,10 +5,10 @@
 //! `NINFER_SMOLLM2`, else looked for where `../shared/tools/fetch-smollm2.sh` caches it; without
 //! it (or llama.cpp's side) the test reports a skip, except under CI with the variable set.
 
-use super::{ci, encodes_as_llama_cpp, llama_logits, TEXTS};
+use super::{ci, encodes_as_llama_cpp, llama, llama_logits, TEXTS};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::Tokenizer;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn smollm2() -> Option<PathBuf> {
     let named = std::env::var_os("NINFER_SMOLLM2").map(PathBuf::from);
@@ -59,9 +59,62 @@ fn the_other_pre_tokenizers_encode_as_llama_cpp_does() {
     let texts: Vec<&str> = TEXTS.iter().chain(&HOSTILE).copied().collect();
     for pre in ["llama-bpe", "qwen2", "default", "gpt-2"] {
         let seed = dir.join(&format!("{pre}.gguf"));
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/make-bpe-seed.py");
-        let made = std::process::Command::new("python3").arg(script).arg(&path).arg(pre).arg(&seed).output().unwrap();
-        assert!(made.status.success(), "{pre}: {}", String::from_utf8_lossy(&made.stderr));
+        make_seed(&path, pre, &seed, None);
         encodes_as_llama_cpp(&seed, &tool, &texts);
+    }
+}
+
+/// `tools/make-bpe-seed.py`: a tiny llama model with `source`'s vocabulary under `pre`, and
+/// `template` as its chat template where given.
+fn make_seed(source: &Path, pre: &str, out: &Path, template: Option<&str>) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/make-bpe-seed.py");
+    let mut command = std::process::Command::new("python3");
+    command.arg(script).arg(source).arg(pre).arg(out).args(template);
+    let made = command.output().unwrap();
+    assert!(made.status.success(), "{pre}: {}", String::from_utf8_lossy(&made.stderr));
+}
+
+/// The chat templates `--chat` applies, as llama.cpp's `llama_chat_apply_template` writes them
+/// (one user message, with and without a system one, the assistant's turn opened): SmolLM2's
+/// own (ChatML), and gemma's, Llama 3's and Mistral's v1, v3, v3-tekken and v7 as recognised from
+/// a template string, each in a tiny model's `tokenizer.chat_template`.
+#[test]
+fn chat_templates_apply_as_llama_cpp_does() {
+    let (Some(path), Some(tool)) = (smollm2(), llama_logits()) else {
+        eprintln!("skipped: needs SmolLM2-135M-Instruct.Q4_1.gguf and tools/llama-logits (LLAMA_LOGITS)");
+        return;
+    };
+    let dir = ninfer_wgpu_testkit::TempDir::new("chat-templates");
+    let templates = [
+        None,
+        Some("{{ '<start_of_turn>' + role }}"),
+        Some("{{ '<|start_header_id|>' + role + '<|end_header_id|>' }}"),
+        Some("{{ ' [INST] ' + system_message }}"),
+        Some("[AVAILABLE_TOOLS] [INST]"),
+        Some("[AVAILABLE_TOOLS]\"[INST]\""),
+        Some("[SYSTEM_PROMPT] [INST]"),
+    ];
+    let messages = [(None, " Hello there "), (Some(" Be brief.\n"), "What is 2+2?\n")];
+    for (i, template) in templates.into_iter().enumerate() {
+        let model = match template {
+            None => path.clone(),
+            Some(_) => {
+                let seed = dir.join(&format!("{i}.gguf"));
+                make_seed(&path, "smollm", &seed, template);
+                seed
+            }
+        };
+        let file = GgufFile::open(&model).unwrap();
+        let ours = Tokenizer::from_gguf(&file).unwrap().chat_template().unwrap();
+        for (j, (system, user)) in messages.iter().enumerate() {
+            let input = dir.join(&format!("{i}-{j}.txt"));
+            let bytes = match system {
+                Some(s) => [s.as_bytes(), b"\0", user.as_bytes()].concat(),
+                None => user.as_bytes().to_vec(),
+            };
+            std::fs::write(&input, bytes).unwrap();
+            let want = String::from_utf8(llama(&tool, "chat", &model, &input)).unwrap();
+            assert_eq!(ours.apply(*system, user), want, "template {i} ({ours:?}), messages {j}");
+        }
     }
 }
