@@ -9,14 +9,7 @@
 // invocations that own value dimensions, four each, rescale and accumulate them — so any context
 // length takes the same workgroup memory.
 
-struct Attention {
-    heads: u32,
-    kv_heads: u32,
-    key_length: u32,
-    value_length: u32,
-    // Positions a query sees, itself included; 0: every earlier position.
-    window: u32,
-}
+// `Attention`, the uniform block, is generated from src/llm/uniforms.rs.
 
 // Positions an invocation scores per chunk, and the chunk.
 const POSITIONS: u32 = 4u;

@@ -1,15 +1,8 @@
 // What every model kernel shares: the step's uniform (written by the host once per submission)
 // and a workgroup sum. Every model kernel runs LLM_WG invocations per workgroup.
 
-struct Step {
-    // Token columns in this step.
-    columns: u32,
-    // The position of column 0.
-    pos0: u32,
-    // The first column whose logits the step keeps (the final norm's shift).
-    out_from: u32,
-    pad: u32,
-}
+// `Step` (the step's uniform, written by the host once per submission) and every kernel's own
+// uniform block are generated from src/llm/uniforms.rs and come first.
 
 // LLM_WG (invocations per workgroup) and HEAD_MAX come first, from src/llm/kernels.rs.
 var<workgroup> partial: array<f32, LLM_WG>;

@@ -1,9 +1,7 @@
 // GELU(gate) · up of every token column (gemma3; src/llm/kernels.rs): `gate_up` holds each
 // column's gate rows then its up rows (2 · width values per column), `out` width values.
 
-struct Geglu {
-    width: u32,
-}
+// `Geglu`, the uniform block, is generated from src/llm/uniforms.rs.
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<uniform> gg: Geglu;

@@ -5,14 +5,7 @@
 // then, in both:       h = rms_norm(x) · w_out, written to column j − shift (columns before
 // `shift` are not written: the final norm keeps only the positions whose logits are wanted).
 
-struct Norm {
-    width: u32,
-    mode: u32,
-    // 1: shift h's columns by the step's `out_from` (the final norm); 0: no shift.
-    shifted: u32,
-    eps: f32,
-    scale: f32,
-}
+// `Norm`, the uniform block, is generated from src/llm/uniforms.rs.
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<uniform> norm: Norm;

@@ -3,20 +3,7 @@
 // keys and values to the block's cache row at the token's position. One workgroup per
 // (head, column): heads 0..H are queries, then KV key heads, then KV value heads.
 
-struct Heads {
-    heads: u32,
-    kv_heads: u32,
-    key_length: u32,
-    value_length: u32,
-    // Values per column of `qkv` (queries, keys, values back to back).
-    qkv_stride: u32,
-    // Positions per RoPE table (the cache's context).
-    context: u32,
-    // Which RoPE table: 0 the global base, 1 the local base.
-    table: u32,
-    eps: f32,
-    q_scale: f32,
-}
+// `Heads`, the uniform block, is generated from src/llm/uniforms.rs.
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<uniform> hp: Heads;

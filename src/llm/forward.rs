@@ -8,6 +8,7 @@
 use super::config::Gemma3Config;
 use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, HEAD_MAX, LLM_WG};
 use super::reference::exact_values;
+use super::uniforms::{Attention, Geglu, Heads, Norm, Step};
 use super::upload::{bind_stacked, upload_table};
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
@@ -291,7 +292,7 @@ impl<'g> GpuForward<'g> {
             .scoped("allocating the step uniform", || {
                 gpu.device().create_buffer(&wgpu::BufferDescriptor {
                     label: Some("step"),
-                    size: 16,
+                    size: std::mem::size_of::<Step>() as u64,
                     usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 })
@@ -321,14 +322,14 @@ impl<'g> GpuForward<'g> {
         let embd = upload_table(gpu, file, "token_embd.weight", profile).await?;
         let gather =
             gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;
-        let eps = c.rms_epsilon.to_bits();
+        let eps = c.rms_epsilon;
         let attn_norm0 = f32_buffer("blk.0.attn_norm.weight".into()).await?;
         let embed = pipelines
             .bind(
                 gpu,
                 ModelKernel::Norm,
                 &step,
-                &[w as u32, 0, 0, eps, c.embedding_scale.to_bits()],
+                &Norm { width: w as u32, mode: 0, shifted: 0, eps, scale: c.embedding_scale },
                 &[&rows, &attn_norm0, &attn_norm0, &x, &hn],
             )
             .await?;
@@ -370,17 +371,17 @@ impl<'g> GpuForward<'g> {
                 (true, Some(win)) => win as u32,
                 _ => 0,
             };
-            let heads_uniform = [
-                h as u32,
-                kv as u32,
-                kl as u32,
-                vl as u32,
-                qkv_stride as u32,
-                context as u32,
+            let heads_uniform = Heads {
+                heads: h as u32,
+                kv_heads: kv as u32,
+                key_length: kl as u32,
+                value_length: vl as u32,
+                qkv_stride: qkv_stride as u32,
+                context: context as u32,
                 table,
                 eps,
-                c.attention_scale.to_bits(),
-            ];
+                q_scale: c.attention_scale,
+            };
             let block = Block {
                 qkv: qkv_ops,
                 o: gpu
@@ -404,7 +405,13 @@ impl<'g> GpuForward<'g> {
                         gpu,
                         ModelKernel::Attention,
                         &step,
-                        &[h as u32, kv as u32, kl as u32, vl as u32, window],
+                        &Attention {
+                            heads: h as u32,
+                            kv_heads: kv as u32,
+                            key_length: kl as u32,
+                            value_length: vl as u32,
+                            window,
+                        },
                         &[&q, &k_cache, &v_cache, &att],
                     )
                     .await?,
@@ -413,17 +420,17 @@ impl<'g> GpuForward<'g> {
                         gpu,
                         ModelKernel::Norm,
                         &step,
-                        &[w as u32, 1, 0, eps, 0],
+                        &Norm { width: w as u32, mode: 1, shifted: 0, eps, scale: 0.0 },
                         &[&o, &post_attn_w, &ffn_norm, &x, &hn],
                     )
                     .await?,
-                geglu: pipelines.bind(gpu, ModelKernel::Geglu, &step, &[ff as u32], &[&gu, &a]).await?,
+                geglu: pipelines.bind(gpu, ModelKernel::Geglu, &step, &Geglu { width: ff as u32 }, &[&gu, &a]).await?,
                 post_ffw: pipelines
                     .bind(
                         gpu,
                         ModelKernel::Norm,
                         &step,
-                        &[w as u32, 1, last as u32, eps, 0],
+                        &Norm { width: w as u32, mode: 1, shifted: last as u32, eps, scale: 0.0 },
                         &[&o, &post_ffw_w, &out_norm, &x, &hn],
                     )
                     .await?,
@@ -534,7 +541,8 @@ impl<'g> GpuForward<'g> {
         let j = tokens.len() as u32;
         let out_from = j - kept as u32;
         gpu.write(&self.ids, 0, tokens)?;
-        gpu.write(&self.step, 0, &[j, self.position as u32, out_from, 0u32])?;
+        let step = Step { columns: j, pos0: self.position as u32, out_from, pad: 0 };
+        gpu.write(&self.step, 0, bytemuck::cast_slice::<Step, u32>(&[step]))?;
         let c = &self.config;
         let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
         let mut encoder = gpu.device().create_command_encoder(&Default::default());

@@ -3,6 +3,7 @@
 //! the GPU forward builds them on the public device, beside the bound products it records, as
 //! any engine would build its kernels (docs/llm.md).
 
+use super::uniforms::Uniform;
 use crate::error::Result;
 use crate::gpu::Gpu;
 use wgpu::util::DeviceExt;
@@ -58,8 +59,9 @@ impl ModelKernel {
         };
         format!(
             "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\
-             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\n{COMMON}\n{own}",
-            self.entry_point()
+             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\n{}{COMMON}\n{own}",
+            self.entry_point(),
+            super::uniforms::wgsl()
         )
     }
 }
@@ -100,26 +102,23 @@ impl Pipelines {
         &self.pipelines[ModelKernel::ALL.iter().position(|&k| k == kernel).unwrap_or(0)].1
     }
 
-    /// A kernel bound to its buffers: `uniform` (the kernel's own constants, bytes) at binding
-    /// 1, after the step's uniform at 0, then `buffers` from binding 2 on.
+    /// A kernel bound to its buffers: `uniform` (the kernel's own block) at binding 1, after the
+    /// step's uniform at 0, then `buffers` from binding 2 on.
     pub(super) async fn bind(
         &self,
         gpu: &Gpu,
         kernel: ModelKernel,
         step: &wgpu::Buffer,
-        uniform: &[u32],
+        uniform: &impl Uniform,
         buffers: &[&wgpu::Buffer],
     ) -> Result<Dispatch> {
         let device = gpu.device();
         let pipeline = self.get(kernel).clone();
         let bind_group = gpu
             .scoped(&format!("binding the model kernel {}", kernel.entry_point()), || {
-                // Uniform blocks are padded to 16 bytes (WGSL's uniform layout rounds up).
-                let mut words = uniform.to_vec();
-                words.resize(uniform.len().div_ceil(4).max(1) * 4, 0);
                 let constants = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some(kernel.entry_point()),
-                    contents: bytemuck::cast_slice(&words),
+                    contents: &uniform.padded_bytes(),
                     usage: wgpu::BufferUsages::UNIFORM,
                 });
                 let mut entries = vec![

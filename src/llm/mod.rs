@@ -13,6 +13,7 @@ pub mod sample;
 #[cfg(test)]
 mod testing;
 pub mod tokenizer;
+pub mod uniforms;
 mod upload;
 pub mod weights;
 
