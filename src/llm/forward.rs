@@ -7,9 +7,8 @@
 
 use super::config::Gemma3Config;
 use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, HEAD_MAX, LLM_WG};
-use super::reference::exact_values;
 use super::uniforms::{Attention, Geglu, Heads, Norm, Step};
-use super::upload::{bind_stacked, upload_table};
+use super::upload::{bind_stacked, upload_f32, upload_matrix, upload_table};
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{capability, BoundOp, DeviceSlice, Gpu, GpuTensor, Op, Profile, Variant};
@@ -308,17 +307,11 @@ impl<'g> GpuForward<'g> {
         let gu = gpu.create_buffer(jb * 2 * ff, "gate and up").await?;
         let a = gpu.create_buffer(jb * ff, "geglu").await?;
         let rope = gpu.create_buffer_with(&rope_table(c, context), "rope").await?;
-        let f32_buffer = move |name: String| async move {
-            let values = exact_values(file, &name)?;
-            gpu.create_buffer_with(&values, &name).await
-        };
+        let f32_buffer = |name: String| async move { upload_f32(gpu, file, &name).await };
 
         let mut tensors = Vec::new();
         let profile = options.profile;
-        let upload = move |name: String| async move {
-            let t = file.tensor(&name)?;
-            gpu.upload_for(&t.validate()?, profile).await
-        };
+        let upload = |name: String| async move { upload_matrix(gpu, file, &name, profile).await };
         let embd = upload_table(gpu, file, "token_embd.weight", profile).await?;
         let gather =
             gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;

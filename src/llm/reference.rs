@@ -11,10 +11,10 @@
 //! judged against it (tests/gemma/, docs/judging.md#a-models-logits).
 
 use super::config::Gemma3Config;
+use super::weights::exact_values;
 use super::Keep;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gguf::reader::GgufFile;
-use crate::oracle::{self, Dequantized};
 use std::collections::HashMap;
 
 /// The model's weights as exact values, by tensor name.
@@ -63,14 +63,6 @@ fn rope(head: &mut [f64], pos: usize, base: f64) {
         let (a, b) = (head[i], head[i + half]);
         head[i] = a * c - b * s;
         head[i + half] = a * s + b * c;
-    }
-}
-
-/// A tensor's exact values, dequantized by the oracle (norm weights, and every weight here).
-pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
-    match oracle::dequant(&file.tensor(name)?)? {
-        Dequantized::F32(v) => Ok(v),
-        Dequantized::I32(_) => Err(Error::Model(format!("tensor `{name}` holds integers, not weights"))),
     }
 }
 

@@ -30,6 +30,17 @@ pub(super) async fn upload_table(gpu: &Gpu, file: &GgufFile, name: &str, profile
     gpu.upload_for(&v, profile).await
 }
 
+/// A vector the model's kernels read as f32 (a norm's gains), as its exact values.
+pub(super) async fn upload_f32(gpu: &Gpu, file: &GgufFile, name: &str) -> Result<wgpu::Buffer> {
+    let values = super::weights::exact_values(file, name)?;
+    gpu.create_buffer_with(&values, name).await
+}
+
+/// A product's weights, as stored, arranged for `profile`.
+pub(super) async fn upload_matrix(gpu: &Gpu, file: &GgufFile, name: &str, profile: Profile) -> Result<GpuTensor> {
+    gpu.upload_for(&file.tensor(name)?.validate()?, profile).await
+}
+
 /// Binds the products of `names`, which read `x` and write consecutive rows of one output
 /// column of `y` = (buffer, the words between its columns): each run of names in one format is
 /// uploaded as one stacked tensor and bound as one product, so a block's q, k and v of one

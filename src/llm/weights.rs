@@ -58,6 +58,15 @@ pub fn check_finite(name: &str, tensor: &EncodedTensor) -> Result<()> {
     }
 }
 
+/// A tensor's exact values, dequantized by the oracle: every weight of the CPU reference, and
+/// the norm vectors the GPU forward uploads as f32.
+pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
+    match crate::oracle::dequant(&file.tensor(name)?)? {
+        crate::oracle::Dequantized::F32(v) => Ok(v),
+        crate::oracle::Dequantized::I32(_) => Err(Error::Model(format!("tensor `{name}` holds integers, not weights"))),
+    }
+}
+
 /// Refuses a model any of whose tensors the forward reads holds a non-finite weight or scale.
 pub fn check_model(file: &GgufFile, config: &Gemma3Config) -> Result<()> {
     let head = file.info("output.weight").map(|_| "output.weight".to_string());
