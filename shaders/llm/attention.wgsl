@@ -1,5 +1,6 @@
-// Causal grouped-query attention of one token column (gemma3; src/llm/kernels.rs), over the
-// block's cache up to the token's position (local blocks: only the last `window` positions).
+// Causal grouped-query attention of one token column (src/llm/kernels.rs), over the block's
+// cache up to the token's position (local blocks: only the last `window` positions), scores
+// soft-capped where the model says (gemma2: cap · tanh(s / cap)).
 // One workgroup serves up to four query heads of one KV head — the query heads that share its
 // keys and values, as the lanes of a vec4 — and one of ATTENTION_SPLITS shares of the value
 // dimensions: each key and value is loaded once for four heads, and a decode step still has a
@@ -115,6 +116,12 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
                     let k = k_cache[rows[p] + i];
                     score[p] += q0 * k.x + q1 * k.y + q2 * k.z + q3 * k.w;
                 }
+            }
+        }
+        if at.softcap > 0.0 {
+            // |s / cap| past 10 is ±1 in f32; the clamp keeps a tanh built on exp finite.
+            for (var p = 0u; p < POSITIONS; p++) {
+                score[p] = at.softcap * tanh(clamp(score[p] / at.softcap, vec4<f32>(-10.0), vec4<f32>(10.0)));
             }
         }
         var top = vec4<f32>(MASKED);

@@ -1,7 +1,8 @@
-// The residual stream's norms, one workgroup per token column (gemma3; src/llm/kernels.rs).
+// The residual stream's norms, one workgroup per token column (src/llm/kernels.rs).
 //
 // mode 0 (embedding):  x = src · scale
-// mode 1 (residual):   x = x + rms_norm(src) · w_in
+// mode 1 (residual):   x = x + rms_norm(src) · w_in   (a sandwich's post-norm: gemma2, gemma3)
+// mode 2 (residual):   x = x + src                    (pre-norm blocks: llama, qwen, gemma)
 // then, in both:       h = rms_norm(x) · w_out, written to column j − shift (columns before
 // `shift` are not written: the final norm keeps only the positions whose logits are wanted).
 
@@ -27,6 +28,10 @@ fn norm_columns(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
         let inv = inverseSqrt(workgroup_sum(lane, squares) / f32(norm.width) + norm.eps);
         for (var i = lane; i < norm.width; i += LLM_WG) {
             x[at + i] += src[at + i] * inv * w_in[i];
+        }
+    } else if norm.mode == 2u {
+        for (var i = lane; i < norm.width; i += LLM_WG) {
+            x[at + i] += src[at + i];
         }
     } else {
         for (var i = lane; i < norm.width; i += LLM_WG) {

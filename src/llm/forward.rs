@@ -1,14 +1,15 @@
-//! The forward pass of a gemma3 model on the GPU, built on the public engine API
+//! The forward pass of a model on the GPU, built on the public engine API
 //! (docs/engine.md) and the model's own kernels (`kernels.rs`, `shaders/llm/`): the same graph
 //! as the CPU reference (`reference.rs`). Weights stay GGUF blocks as stored; activations, the
 //! KV cache and the logits stay on the device; a step (a prompt's chunk of up to `batch` tokens,
 //! or one generated token) is one recorded pass, one submission and one read-back of the logits
 //! it keeps.
 
-use super::config::Gemma3Config;
-use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, HEAD_MAX, LLM_WG};
-use super::uniforms::{Attention, Geglu, Heads, Norm, Step};
-use super::upload::{bind_stacked, upload_f32, upload_matrix, upload_table};
+use super::block::{Activations, Block};
+use super::config::ModelConfig;
+use super::kernels::{Dispatch, ModelKernel, Pipelines, HEAD_MAX, LLM_WG};
+use super::uniforms::{Norm, Softcap, Step};
+use super::upload::{upload_f32, upload_table};
 use crate::error::{Error, Result};
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{capability, BoundOp, DeviceSlice, Gpu, GpuTensor, Op, Profile, Variant};
@@ -29,7 +30,7 @@ pub struct ForwardOptions {
 pub const DEFAULT_CONTEXT: usize = 4096;
 
 /// The positions a run may take when `asked` for (0: the default), on the GPU and the CPU alike.
-pub fn run_context(config: &Gemma3Config, asked: usize) -> Result<usize> {
+pub fn run_context(config: &ModelConfig, asked: usize) -> Result<usize> {
     match asked {
         0 => Ok(config.context_length.min(DEFAULT_CONTEXT)),
         n if n > config.context_length => {
@@ -41,7 +42,7 @@ pub fn run_context(config: &Gemma3Config, asked: usize) -> Result<usize> {
 
 /// Refuses `tokens` after `position` where they would run past `context` or name an id past the
 /// vocabulary, before anything runs (the GPU forward and the CPU reference's runs alike).
-pub fn check_run(config: &Gemma3Config, tokens: &[u32], position: usize, context: usize) -> Result<()> {
+pub fn check_run(config: &ModelConfig, tokens: &[u32], position: usize, context: usize) -> Result<()> {
     if tokens.is_empty() {
         return Err(Error::Model("no tokens to run".into()));
     }
@@ -72,24 +73,31 @@ pub enum Keep {
     All,
 }
 
-/// A head bound to a logits buffer of some columns, with the read-back buffer it is copied to.
+/// A head bound to a logits buffer of some columns, with the read-back buffer it is copied to,
+/// and the final soft-cap where the model has one.
 struct Logits {
     head: BoundOp,
+    softcap: Option<Dispatch>,
     logits: wgpu::Buffer,
     staging: wgpu::Buffer,
 }
 
+/// What binds a head: its weights and input, the model's kernels and the soft-cap.
+struct HeadInputs<'a> {
+    weights: &'a GpuTensor,
+    profile: Profile,
+    normed: &'a wgpu::Buffer,
+    width: u64,
+    vocab: u64,
+    pipelines: &'a Pipelines,
+    step: &'a wgpu::Buffer,
+    softcap: Option<f32>,
+}
+
 impl Logits {
-    /// The head (`weights`, reading `normed`) bound for up to `columns` columns of `vocab`.
-    async fn bind(
-        gpu: &Gpu,
-        weights: &GpuTensor,
-        profile: Profile,
-        normed: &wgpu::Buffer,
-        width: u64,
-        vocab: u64,
-        columns: u32,
-    ) -> Result<Logits> {
+    /// The head bound for up to `columns` columns of logits.
+    async fn bind(gpu: &Gpu, head: &HeadInputs<'_>, columns: u32) -> Result<Logits> {
+        let HeadInputs { weights, profile, normed, width, vocab, .. } = *head;
         let words = columns as u64 * vocab;
         let logits = gpu.create_buffer(words, "logits").await?;
         let staging = gpu
@@ -103,27 +111,20 @@ impl Logits {
             })
             .await?;
         let x = DeviceSlice::new(normed, 0, width);
-        let head = gpu.bind_matmul(weights, profile, x, DeviceSlice::new(&logits, 0, vocab), columns).await?;
-        Ok(Logits { head, logits, staging })
+        let head_op = gpu.bind_matmul(weights, profile, x, DeviceSlice::new(&logits, 0, vocab), columns).await?;
+        let softcap = match head.softcap {
+            Some(cap) => {
+                let uniform = Softcap { count: vocab as u32, cap };
+                Some(head.pipelines.bind(gpu, ModelKernel::Softcap, head.step, &uniform, &[&logits]).await?)
+            }
+            None => None,
+        };
+        Ok(Logits { head: head_op, softcap, logits, staging })
     }
 
     fn bytes(&self) -> u64 {
         self.logits.size() + self.staging.size()
     }
-}
-
-/// One block's products and kernels. q, k and v are one to three products (each run of one
-/// format stacked into one tensor: one dispatch), and so are gate and up.
-struct Block {
-    qkv: Vec<BoundOp>,
-    o: BoundOp,
-    gate_up: Vec<BoundOp>,
-    down: BoundOp,
-    qk_rope: Dispatch,
-    attention: Dispatch,
-    post_attention: Dispatch,
-    geglu: Dispatch,
-    post_ffw: Dispatch,
 }
 
 /// The device a forward runs on: borrowed (a native program holds its `Gpu` for the run) or
@@ -143,10 +144,10 @@ impl std::ops::Deref for OnGpu<'_> {
     }
 }
 
-/// A gemma3 model on one device, with its KV cache and the position it has reached.
+/// A model on one device, with its KV cache and the position it has reached.
 pub struct GpuForward<'g> {
     gpu: OnGpu<'g>,
-    config: Gemma3Config,
+    config: ModelConfig,
     context: usize,
     batch: u32,
     /// The most columns of logits one step produces (the logits buffer is one binding).
@@ -163,6 +164,7 @@ pub struct GpuForward<'g> {
     /// The head's weights: an index into `_tensors`.
     head_at: usize,
     profile: Profile,
+    pipelines: Pipelines,
     gather: BoundOp,
     embed: Dispatch,
     blocks: Vec<Block>,
@@ -172,7 +174,7 @@ pub struct GpuForward<'g> {
 }
 
 /// The products' tensors, checked (format, shape) before anything is uploaded.
-fn product_tensors(config: &Gemma3Config) -> Vec<String> {
+fn product_tensors(config: &ModelConfig) -> Vec<String> {
     let mut names = Vec::new();
     for b in 0..config.blocks {
         for s in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"] {
@@ -183,11 +185,8 @@ fn product_tensors(config: &Gemma3Config) -> Vec<String> {
 }
 
 /// Refuses what the kernels cannot run, before any GPU work.
-fn check_supported(file: &GgufFile, config: &Gemma3Config, options: &ForwardOptions, gpu: &Gpu) -> Result<()> {
+fn check_supported(file: &GgufFile, config: &ModelConfig, options: &ForwardOptions, gpu: &Gpu) -> Result<()> {
     let c = config;
-    if c.final_logit_softcap.is_some() {
-        return Err(Error::Unsupported("final logit soft-capping is not in the GPU forward yet".into()));
-    }
     let (kl, vl) = (c.key_length, c.value_length);
     if kl > HEAD_MAX || vl > HEAD_MAX || !kl.is_multiple_of(4) || !vl.is_multiple_of(4) {
         return Err(Error::Unsupported(format!(
@@ -207,7 +206,7 @@ fn check_supported(file: &GgufFile, config: &Gemma3Config, options: &ForwardOpti
     if options.batch == 0 {
         return Err(Error::Unsupported("a batch of 0 tokens".into()));
     }
-    let head = if file.info("output.weight").is_some() { "output.weight" } else { "token_embd.weight" };
+    let head = if c.separate_head { "output.weight" } else { "token_embd.weight" };
     let profile_op = options.profile.op();
     for name in product_tensors(c).iter().map(String::as_str).chain([head]) {
         let t = file.tensor(name)?;
@@ -222,18 +221,24 @@ fn check_supported(file: &GgufFile, config: &Gemma3Config, options: &ForwardOpti
 }
 
 /// The RoPE angles' (cos, sin) for every position and pair: [global, local][position][pair].
-fn rope_table(c: &Gemma3Config, context: usize) -> Vec<f32> {
-    let half = c.key_length / 2;
+/// Each pair's angle as the CPU reference computes it (`reference::rope_angle`): the block's
+/// base and scale, and the file's frequency factors where it has them.
+fn rope_table(file: &GgufFile, c: &ModelConfig, context: usize) -> Result<Vec<f32>> {
+    let (d, half) = (c.key_length, c.key_length / 2);
+    let factors = match c.rope_factors {
+        true => super::weights::exact_values(file, super::config::ROPE_FACTORS)?,
+        false => vec![1.0; half],
+    };
     let mut t = Vec::with_capacity(2 * context * half * 2);
-    for base in [c.rope_base_global, c.rope_base_local] {
+    for (base, scale) in [(c.rope_base_global, c.rope_scale_global), (c.rope_base_local, c.rope_scale_local)] {
         for pos in 0..context {
-            for i in 0..half {
-                let theta = pos as f64 * (base as f64).powf(-2.0 * i as f64 / c.key_length as f64);
+            for (i, &factor) in factors.iter().enumerate() {
+                let theta = super::reference::rope_angle(pos, i, d, base, scale, factor);
                 t.extend([theta.cos() as f32, theta.sin() as f32]);
             }
         }
     }
-    t
+    Ok(t)
 }
 
 impl GpuForward<'static> {
@@ -241,7 +246,7 @@ impl GpuForward<'static> {
     pub async fn load_shared(
         gpu: Rc<Gpu>,
         file: &GgufFile,
-        config: &Gemma3Config,
+        config: &ModelConfig,
         options: &ForwardOptions,
     ) -> Result<GpuForward<'static>> {
         GpuForward::load_on(OnGpu::Shared(gpu), file, config, options).await
@@ -253,7 +258,7 @@ impl<'g> GpuForward<'g> {
     pub async fn load(
         gpu: &'g Gpu,
         file: &GgufFile,
-        config: &Gemma3Config,
+        config: &ModelConfig,
         options: &ForwardOptions,
     ) -> Result<GpuForward<'g>> {
         GpuForward::load_on(OnGpu::Borrowed(gpu), file, config, options).await
@@ -262,7 +267,7 @@ impl<'g> GpuForward<'g> {
     async fn load_on(
         on: OnGpu<'g>,
         file: &GgufFile,
-        config: &Gemma3Config,
+        config: &ModelConfig,
         options: &ForwardOptions,
     ) -> Result<GpuForward<'g>> {
         let gpu: &Gpu = &on;
@@ -285,7 +290,6 @@ impl<'g> GpuForward<'g> {
         let qkv_stride = h * kl + kv * kl + kv * vl;
 
         let pipelines = Pipelines::new(gpu).await?;
-        let mut buffers = Vec::new();
         let ids = gpu.create_buffer(jb, "token ids").await?;
         let step = gpu
             .scoped("allocating the step uniform", || {
@@ -298,151 +302,75 @@ impl<'g> GpuForward<'g> {
             })
             .await?;
         let rows = gpu.create_buffer(jb * w, "embedding rows").await?;
-        let x = gpu.create_buffer(jb * w, "residual").await?;
-        let hn = gpu.create_buffer(jb * w, "normed").await?;
-        let qkv = gpu.create_buffer(jb * qkv_stride, "qkv").await?;
-        let q = gpu.create_buffer(jb * h * kl, "queries").await?;
-        let att = gpu.create_buffer(jb * h * vl, "attention").await?;
-        let o = gpu.create_buffer(jb * w, "block output").await?;
-        let gu = gpu.create_buffer(jb * 2 * ff, "gate and up").await?;
-        let a = gpu.create_buffer(jb * ff, "geglu").await?;
-        let rope = gpu.create_buffer_with(&rope_table(c, context), "rope").await?;
-        let f32_buffer = |name: String| async move { upload_f32(gpu, file, &name).await };
+        let profile = options.profile;
+        let act = Activations {
+            step,
+            x: gpu.create_buffer(jb * w, "residual").await?,
+            hn: gpu.create_buffer(jb * w, "normed").await?,
+            qkv: gpu.create_buffer(jb * qkv_stride, "qkv").await?,
+            qkv_stride,
+            q: gpu.create_buffer(jb * h * kl, "queries").await?,
+            att: gpu.create_buffer(jb * h * vl, "attention").await?,
+            o: gpu.create_buffer(jb * w, "block output").await?,
+            gu: gpu.create_buffer(jb * 2 * ff, "gate and up").await?,
+            a: gpu.create_buffer(jb * ff, "gated").await?,
+            rope: gpu.create_buffer_with(&rope_table(file, c, context)?, "rope").await?,
+            absent: gpu.create_buffer(4, "absent weights").await?,
+            context,
+            batch,
+            profile,
+        };
 
         let mut tensors = Vec::new();
-        let profile = options.profile;
-        let upload = |name: String| async move { upload_matrix(gpu, file, &name, profile).await };
+        let mut buffers = Vec::new();
         let embd = upload_table(gpu, file, "token_embd.weight", profile).await?;
         let gather =
             gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;
-        let eps = c.rms_epsilon;
-        let attn_norm0 = f32_buffer("blk.0.attn_norm.weight".into()).await?;
+        let attn_norm0 = upload_f32(gpu, file, "blk.0.attn_norm.weight").await?;
         let embed = pipelines
             .bind(
                 gpu,
                 ModelKernel::Norm,
-                &step,
-                &Norm { width: w as u32, mode: 0, shifted: 0, eps, scale: c.embedding_scale },
-                &[&rows, &attn_norm0, &attn_norm0, &x, &hn],
+                &act.step,
+                &Norm { width: w as u32, mode: 0, shifted: 0, eps: c.rms_epsilon, scale: c.embedding_scale },
+                &[&rows, &attn_norm0, &attn_norm0, &act.x, &act.hn],
             )
             .await?;
         buffers.push(attn_norm0);
 
-        let hx = DeviceSlice::new(&hn, 0, w);
+        // A block at a time: its weights uploaded, its work bound, then the next.
         let mut blocks = Vec::with_capacity(c.blocks);
-        let mut next_norm: Option<wgpu::Buffer> = None;
         for b in 0..c.blocks {
-            let name = |s: &str| format!("blk.{b}.{s}.weight");
-            let (qkv_ops, qkv_tensors) = bind_stacked(
-                gpu,
-                file,
-                &[name("attn_q"), name("attn_k"), name("attn_v")],
-                profile,
-                hx,
-                (&qkv, qkv_stride),
-                batch,
-            )
-            .await?;
-            let (gate_up, gate_up_tensors) =
-                bind_stacked(gpu, file, &[name("ffn_gate"), name("ffn_up")], profile, hx, (&gu, 2 * ff), batch).await?;
-            let wo = upload(name("attn_output")).await?;
-            let wd = upload(name("ffn_down")).await?;
-            let k_cache = gpu.create_buffer(context as u64 * kv * kl, &format!("blk.{b} keys")).await?;
-            let v_cache = gpu.create_buffer(context as u64 * kv * vl, &format!("blk.{b} values")).await?;
-            let q_norm = f32_buffer(name("attn_q_norm")).await?;
-            let k_norm = f32_buffer(name("attn_k_norm")).await?;
-            let post_attn_w = f32_buffer(name("post_attention_norm")).await?;
-            let ffn_norm = f32_buffer(name("ffn_norm")).await?;
-            let post_ffw_w = f32_buffer(name("post_ffw_norm")).await?;
-            let last = b + 1 == c.blocks;
-            let out_norm = match last {
-                true => f32_buffer("output_norm.weight".into()).await?,
-                false => f32_buffer(format!("blk.{}.attn_norm.weight", b + 1)).await?,
+            let next = match b + 1 == c.blocks {
+                true => "output_norm.weight".to_string(),
+                false => format!("blk.{}.attn_norm.weight", b + 1),
             };
-            let table = if c.local[b] { 1 } else { 0 };
-            let window = match (c.local[b], c.sliding_window) {
-                (true, Some(win)) => win as u32,
-                _ => 0,
-            };
-            let heads_uniform = Heads {
-                heads: h as u32,
-                kv_heads: kv as u32,
-                key_length: kl as u32,
-                value_length: vl as u32,
-                qkv_stride: qkv_stride as u32,
-                context: context as u32,
-                table,
-                eps,
-                q_scale: c.attention_scale,
-            };
-            let block = Block {
-                qkv: qkv_ops,
-                o: gpu
-                    .bind_matmul(&wo, profile, DeviceSlice::new(&att, 0, h * vl), DeviceSlice::new(&o, 0, w), batch)
-                    .await?,
-                gate_up,
-                down: gpu
-                    .bind_matmul(&wd, profile, DeviceSlice::new(&a, 0, ff), DeviceSlice::new(&o, 0, w), batch)
-                    .await?,
-                qk_rope: pipelines
-                    .bind(
-                        gpu,
-                        ModelKernel::QkRope,
-                        &step,
-                        &heads_uniform,
-                        &[&qkv, &q_norm, &k_norm, &rope, &q, &k_cache, &v_cache],
-                    )
-                    .await?,
-                attention: pipelines
-                    .bind(
-                        gpu,
-                        ModelKernel::Attention,
-                        &step,
-                        &Attention {
-                            heads: h as u32,
-                            kv_heads: kv as u32,
-                            key_length: kl as u32,
-                            value_length: vl as u32,
-                            window,
-                        },
-                        &[&q, &k_cache, &v_cache, &att],
-                    )
-                    .await?,
-                post_attention: pipelines
-                    .bind(
-                        gpu,
-                        ModelKernel::Norm,
-                        &step,
-                        &Norm { width: w as u32, mode: 1, shifted: 0, eps, scale: 0.0 },
-                        &[&o, &post_attn_w, &ffn_norm, &x, &hn],
-                    )
-                    .await?,
-                geglu: pipelines.bind(gpu, ModelKernel::Geglu, &step, &Geglu { width: ff as u32 }, &[&gu, &a]).await?,
-                post_ffw: pipelines
-                    .bind(
-                        gpu,
-                        ModelKernel::Norm,
-                        &step,
-                        &Norm { width: w as u32, mode: 1, shifted: last as u32, eps, scale: 0.0 },
-                        &[&o, &post_ffw_w, &out_norm, &x, &hn],
-                    )
-                    .await?,
-            };
+            let next_norm = upload_f32(gpu, file, &next).await?;
+            let (block, held) = Block::bind(gpu, file, c, b, &act, &pipelines, &next_norm).await?;
             blocks.push(block);
-            tensors.extend(qkv_tensors.into_iter().chain(gate_up_tensors).chain([wo, wd]));
-            buffers.extend([k_cache, v_cache, q_norm, k_norm, post_attn_w, ffn_norm, post_ffw_w]);
-            next_norm = Some(out_norm);
+            tensors.extend(held.tensors);
+            buffers.extend(held.buffers.into_iter().chain([next_norm]));
         }
-        buffers.extend(next_norm);
-        let head_tensor = match file.info("output.weight") {
-            Some(_) => upload_table(gpu, file, "output.weight", profile).await?,
-            None => embd,
+        let head_tensor = match c.separate_head {
+            true => upload_table(gpu, file, "output.weight", profile).await?,
+            false => embd,
         };
         // One column's logits: what generation needs; every column's are bound on first use.
-        let one = Logits::bind(gpu, &head_tensor, profile, &hn, w, c.vocab as u64, 1).await?;
+        let head = HeadInputs {
+            weights: &head_tensor,
+            profile,
+            normed: &act.hn,
+            width: w,
+            vocab: c.vocab as u64,
+            pipelines: &pipelines,
+            step: &act.step,
+            softcap: c.final_logit_softcap,
+        };
+        let one = Logits::bind(gpu, &head, 1).await?;
         tensors.push(head_tensor);
         let head_at = tensors.len() - 1;
-        buffers.extend([rows, x, qkv, q, att, o, gu, a, rope]);
+        let Activations { step, x, hn, qkv, q, att, o, gu, a, rope, absent, .. } = act;
+        buffers.extend([rows, x, qkv, q, att, o, gu, a, rope, absent]);
         Ok(GpuForward {
             gpu: on,
             config: c.clone(),
@@ -457,6 +385,7 @@ impl<'g> GpuForward<'g> {
             normed: hn,
             head_at,
             profile,
+            pipelines,
             gather,
             embed,
             blocks,
@@ -483,7 +412,7 @@ impl<'g> GpuForward<'g> {
     }
 
     /// The configuration the forward was loaded with.
-    pub fn config(&self) -> &Gemma3Config {
+    pub fn config(&self) -> &ModelConfig {
         &self.config
     }
 
@@ -522,9 +451,17 @@ impl<'g> GpuForward<'g> {
     async fn step(&mut self, tokens: &[u32], kept: usize) -> Result<Vec<f32>> {
         if kept > 1 && self.all.is_none() {
             let c = &self.config;
-            let (weights, width, vocab) = (&self._tensors[self.head_at], c.width as u64, c.vocab as u64);
-            let all = Logits::bind(&self.gpu, weights, self.profile, &self.normed, width, vocab, self.head_columns);
-            self.all = Some(all.await?);
+            let head = HeadInputs {
+                weights: &self._tensors[self.head_at],
+                profile: self.profile,
+                normed: &self.normed,
+                width: c.width as u64,
+                vocab: c.vocab as u64,
+                pipelines: &self.pipelines,
+                step: &self.step,
+                softcap: c.final_logit_softcap,
+            };
+            self.all = Some(Logits::bind(&self.gpu, &head, self.head_columns).await?);
         }
         let gpu: &Gpu = &self.gpu;
         let out = match (kept, &self.all) {
@@ -537,7 +474,6 @@ impl<'g> GpuForward<'g> {
         let step = Step { columns: j, pos0: self.position as u32, out_from, pad: 0 };
         gpu.write(&self.step, 0, bytemuck::cast_slice::<Step, u32>(&[step]))?;
         let c = &self.config;
-        let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
@@ -545,22 +481,13 @@ impl<'g> GpuForward<'g> {
             self.gather.record(p, j)?;
             self.embed.record(p, j, 1);
             for b in &self.blocks {
-                for op in &b.qkv {
-                    op.record(p, j)?;
-                }
-                b.qk_rope.record(p, heads + 2 * kv, j);
-                b.attention.record_3d(p, kv * (heads / kv).div_ceil(4), j, ATTENTION_SPLITS);
-                b.o.record(p, j)?;
-                b.post_attention.record(p, j, 1);
-                for op in &b.gate_up {
-                    op.record(p, j)?;
-                }
-                b.geglu.record(p, (c.feed_forward as u32).div_ceil(LLM_WG), j);
-                b.down.record(p, j)?;
-                b.post_ffw.record(p, j, 1);
+                b.record(p, c, j)?;
             }
             if kept > 0 {
                 out.head.record(p, kept as u32)?;
+                if let Some(softcap) = &out.softcap {
+                    softcap.record(p, (c.vocab as u32).div_ceil(LLM_WG), kept as u32);
+                }
             }
         }
         let bytes = kept as u64 * c.vocab as u64 * 4;

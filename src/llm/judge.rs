@@ -96,6 +96,18 @@ impl Tally {
     }
 }
 
+/// ‖ours − reference‖ / ‖reference‖ over every logit: where a model's distributions are
+/// nearly flat (tiny random weights), a KL divergence hides much that this shows. NaN where
+/// either side holds one.
+pub fn relative_l2(reference: &[f32], ours: &[f32]) -> f64 {
+    let (mut diff, mut norm) = (0.0, 0.0);
+    for (&e, &o) in reference.iter().zip(ours) {
+        diff += (o as f64 - e as f64).powi(2);
+        norm += (e as f64).powi(2);
+    }
+    (diff / norm).sqrt()
+}
+
 /// exp(mean −log p(next token)) over every position but the last: the perplexity of `tokens`
 /// under teacher-forced `logits` ([position][vocab]).
 pub fn perplexity(logits: &[f32], tokens: &[u32], vocab: usize) -> f64 {

@@ -1,5 +1,5 @@
-//! The model's own kernels (`shaders/llm/`): norms of the residual stream, the query and key
-//! heads' norm and RoPE, attention over the KV cache and GeGLU. They are not the library's ops:
+//! The model's own kernels (`shaders/llm/`): norms of the residual stream, the heads' biases,
+//! norm and RoPE, attention over the KV cache, the gated activation and the final soft-cap. They are not the library's ops:
 //! the GPU forward builds them on the public device, beside the bound products it records, as
 //! any engine would build its kernels (docs/llm.md).
 
@@ -15,12 +15,14 @@ const COMMON: &str = include_str!("../../shaders/llm/common.wgsl");
 pub enum ModelKernel {
     /// Embedding scale, or residual add of a normed output; then the next norm.
     Norm,
-    /// Query and key heads' RMS norm and NeoX RoPE; keys and values into the cache.
+    /// Heads' biases, query and key heads' RMS norm and RoPE; keys and values into the cache.
     QkRope,
     /// Causal grouped-query attention, sliding-window on local blocks.
     Attention,
-    /// GELU(gate) · up.
-    Geglu,
+    /// act(gate) · up: GELU or SiLU.
+    Gated,
+    /// The final logit soft-cap.
+    Softcap,
 }
 
 /// Every model kernel's workgroup size (`LLM_WG` in the WGSL, written from here).
@@ -36,15 +38,16 @@ pub const HEAD_MAX: usize = 256;
 pub const ATTENTION_SPLITS: u32 = 2;
 
 impl ModelKernel {
-    pub const ALL: [ModelKernel; 4] =
-        [ModelKernel::Norm, ModelKernel::QkRope, ModelKernel::Attention, ModelKernel::Geglu];
+    pub const ALL: [ModelKernel; 5] =
+        [ModelKernel::Norm, ModelKernel::QkRope, ModelKernel::Attention, ModelKernel::Gated, ModelKernel::Softcap];
 
     pub fn entry_point(self) -> &'static str {
         match self {
             ModelKernel::Norm => "norm_columns",
             ModelKernel::QkRope => "qk_rope",
             ModelKernel::Attention => "attention",
-            ModelKernel::Geglu => "geglu",
+            ModelKernel::Gated => "gated",
+            ModelKernel::Softcap => "softcap",
         }
     }
 
@@ -55,7 +58,8 @@ impl ModelKernel {
             ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
             ModelKernel::QkRope => include_str!("../../shaders/llm/qk_rope.wgsl"),
             ModelKernel::Attention => include_str!("../../shaders/llm/attention.wgsl"),
-            ModelKernel::Geglu => include_str!("../../shaders/llm/geglu.wgsl"),
+            ModelKernel::Gated => include_str!("../../shaders/llm/gated.wgsl"),
+            ModelKernel::Softcap => include_str!("../../shaders/llm/softcap.wgsl"),
         };
         format!(
             "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\

@@ -1,7 +1,9 @@
-//! Language models over the library's kernels: a gemma3 model's configuration, read and checked
-//! from its GGUF, its vocabulary's tokenizer, the CPU reference forward, and the GPU forward on
-//! the engine API with the model's own kernels.
+//! Language models over the library's kernels: the architectures this runs, as data (`arch.rs`);
+//! a model's configuration, read and checked from its GGUF; its vocabulary's tokenizer; the CPU
+//! reference forward; and the GPU forward on the engine API with the model's own kernels.
 
+pub mod arch;
+mod block;
 pub mod chat;
 pub mod config;
 pub mod forward;
@@ -17,7 +19,8 @@ pub mod uniforms;
 mod upload;
 pub mod weights;
 
-pub use config::Gemma3Config;
+pub use arch::Architecture;
+pub use config::{Gemma3Config, ModelConfig};
 pub use forward::{ForwardOptions, GpuForward, Keep};
 pub use generate::{generate, Event, Forward, Generated, Request};
 pub use reference::{Reference, Session};

@@ -1,16 +1,20 @@
-//! The CPU reference forward of a gemma3 model: the oracle's exact weights, f64 arithmetic, the
-//! graph llama.cpp builds for gemma3 (the facts, from its gemma3 graph): embedding rows scaled by
-//! sqrt(width); per block an RMS norm, q, k and v, RMS norms of each query and key head, NeoX
-//! RoPE (the local or global base), queries scaled by 1/sqrt(key length), causal attention
-//! (local blocks: only the last `sliding_window` positions), grouped-query heads, the output
-//! product, a post-attention norm and the residual; then a norm, GELU(gate)·up, down, a
-//! post-feed-forward norm and the residual; a final norm and the tied head.
+//! The CPU reference forward of every architecture `arch.rs` describes: the oracle's exact
+//! weights, f64 arithmetic, the graph llama.cpp builds (the facts, from its graphs): embedding
+//! rows (gemma: scaled by sqrt(width)); per block an RMS norm, q, k and v (plus their biases where
+//! the file has them), RMS norms of each query and key head (qwen3, gemma3), RoPE of the block's
+//! base and scale with the architecture's pairing (and Llama 3.1's frequency factors), queries
+//! scaled, causal attention (soft-capped scores for gemma2; local blocks: only the last
+//! `sliding_window` positions) over grouped-query heads, the output product, a post-attention
+//! norm (gemma2, gemma3) and the residual; then a norm, act(gate)·up (SiLU or GELU), down, a
+//! post-feed-forward norm (gemma2, gemma3) and the residual; a final norm, the head (its own or
+//! the embedding table) and the final soft-cap where there is one.
 //!
 //! The model-level oracle: slow (a token costs every weight once, in f64), exact up to f64
 //! rounding. Its logits and greedy continuations judge the GPU forward, and llama.cpp's are
 //! judged against it (tests/gemma/, docs/judging.md#a-models-logits).
 
-use super::config::Gemma3Config;
+use super::arch::{Activation, Norms, Pairing};
+use super::config::{ModelConfig, ROPE_FACTORS};
 use super::weights::exact_values;
 use super::Keep;
 use crate::error::Result;
@@ -19,7 +23,7 @@ use std::collections::HashMap;
 
 /// The model's weights as exact values, by tensor name.
 pub struct Reference {
-    config: Gemma3Config,
+    config: ModelConfig,
     weights: HashMap<String, Vec<f32>>,
 }
 
@@ -54,30 +58,46 @@ fn gelu(x: f64) -> f64 {
     0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
 }
 
-/// NeoX RoPE of one head at `pos`: pairs (i, i + d/2) rotated by pos · base^(-2i/d).
-fn rope(head: &mut [f64], pos: usize, base: f64) {
-    let half = head.len() / 2;
-    for i in 0..half {
-        let theta = pos as f64 * base.powf(-2.0 * i as f64 / head.len() as f64);
-        let (s, c) = theta.sin_cos();
-        let (a, b) = (head[i], head[i + half]);
-        head[i] = a * c - b * s;
-        head[i + half] = a * s + b * c;
+fn silu(x: f64) -> f64 {
+    x / (1.0 + (-x).exp())
+}
+
+/// The angle of pair `i` of a head of `d` at `pos`: scale · pos · base^(-2i/d) / factor_i.
+pub(super) fn rope_angle(pos: usize, i: usize, d: usize, base: f32, scale: f32, factor: f32) -> f64 {
+    scale as f64 * pos as f64 * (base as f64).powf(-2.0 * i as f64 / d as f64) / factor as f64
+}
+
+/// Which two dimensions of a head of `d` pair `i` turns.
+pub(super) fn rope_pair(pairing: Pairing, i: usize, d: usize) -> (usize, usize) {
+    match pairing {
+        Pairing::Adjacent => (2 * i, 2 * i + 1),
+        Pairing::Halves => (i, i + d / 2),
+    }
+}
+
+/// RoPE of one head at `pos`: each pair rotated by its angle.
+fn rope(head: &mut [f64], pos: usize, c: &ModelConfig, local: bool, factors: &[f32]) {
+    let d = head.len();
+    let (base, scale) =
+        if local { (c.rope_base_local, c.rope_scale_local) } else { (c.rope_base_global, c.rope_scale_global) };
+    for i in 0..d / 2 {
+        let theta = rope_angle(pos, i, d, base, scale, factors.get(i).copied().unwrap_or(1.0));
+        let (s, co) = theta.sin_cos();
+        let (ia, ib) = rope_pair(c.pairing, i, d);
+        let (a, b) = (head[ia], head[ib]);
+        head[ia] = a * co - b * s;
+        head[ib] = a * s + b * co;
     }
 }
 
 impl Reference {
     /// Every tensor the forward pass reads, dequantized by the oracle.
-    pub fn load(file: &GgufFile, config: &Gemma3Config) -> Result<Reference> {
+    pub fn load(file: &GgufFile, config: &ModelConfig) -> Result<Reference> {
         super::weights::check_model(file, config)?;
         let mut weights = HashMap::new();
         for (name, _) in config.tensors() {
             let values = exact_values(file, &name)?;
             weights.insert(name, values);
-        }
-        // The head: its own matrix where the file has one, else the embedding table (tied).
-        if file.info("output.weight").is_some() {
-            weights.insert("output.weight".into(), exact_values(file, "output.weight")?);
         }
         Ok(Reference { config: config.clone(), weights })
     }
@@ -130,7 +150,7 @@ impl Session<'_> {
     }
 
     /// The model's configuration.
-    pub fn config(&self) -> &Gemma3Config {
+    pub fn config(&self) -> &ModelConfig {
         &self.model.config
     }
 
@@ -162,23 +182,34 @@ impl Session<'_> {
         let (keys, values) = (&mut self.keys, &mut self.values);
         let row = &embd[token as usize * width..][..width];
         let mut x: Vec<f64> = row.iter().map(|&v| v as f64 * c.embedding_scale as f64).collect();
+        let factors = model.w(ROPE_FACTORS);
+        let sandwich = c.norms == Norms::Sandwich;
         for b in 0..c.blocks {
             let name = |s: &str| format!("blk.{b}.{s}.weight");
-            let base = if c.local[b] { c.rope_base_local } else { c.rope_base_global } as f64;
+            let with_bias = |mut y: Vec<f64>, part: &str| {
+                if let Some(bias) = model.weights.get(&format!("blk.{b}.attn_{part}.bias")) {
+                    y.iter_mut().zip(bias).for_each(|(y, &b)| *y += b as f64);
+                }
+                y
+            };
             let h = rms_norm(&x, model.w(&name("attn_norm")), eps);
-            let mut q = product(model.w(&name("attn_q")), &h);
-            let mut k = product(model.w(&name("attn_k")), &h);
-            let v = product(model.w(&name("attn_v")), &h);
+            let mut q = with_bias(product(model.w(&name("attn_q")), &h), "q");
+            let mut k = with_bias(product(model.w(&name("attn_k")), &h), "k");
+            let v = with_bias(product(model.w(&name("attn_v")), &h), "v");
             for head in q.chunks_exact_mut(kl) {
-                let normed = rms_norm(head, model.w(&name("attn_q_norm")), eps);
-                head.copy_from_slice(&normed);
-                rope(head, pos, base);
+                if c.qk_norm {
+                    let normed = rms_norm(head, model.w(&name("attn_q_norm")), eps);
+                    head.copy_from_slice(&normed);
+                }
+                rope(head, pos, c, c.local[b], factors);
                 head.iter_mut().for_each(|v| *v *= c.attention_scale as f64);
             }
             for head in k.chunks_exact_mut(kl) {
-                let normed = rms_norm(head, model.w(&name("attn_k_norm")), eps);
-                head.copy_from_slice(&normed);
-                rope(head, pos, base);
+                if c.qk_norm {
+                    let normed = rms_norm(head, model.w(&name("attn_k_norm")), eps);
+                    head.copy_from_slice(&normed);
+                }
+                rope(head, pos, c, c.local[b], factors);
             }
             keys[b].push(k);
             values[b].push(v);
@@ -191,9 +222,14 @@ impl Session<'_> {
             for hd in 0..c.heads {
                 let kv = hd / group;
                 let qh = &q[hd * kl..][..kl];
-                let scores: Vec<f64> = (first..=pos)
-                    .map(|s| keys[b][s][kv * kl..][..kl].iter().zip(qh).map(|(a, b)| a * b).sum())
-                    .collect();
+                let score = |s: usize| {
+                    let dot: f64 = keys[b][s][kv * kl..][..kl].iter().zip(qh).map(|(a, b)| a * b).sum();
+                    match c.attention_softcap {
+                        Some(cap) => cap as f64 * (dot / cap as f64).tanh(),
+                        None => dot,
+                    }
+                };
+                let scores: Vec<f64> = (first..=pos).map(score).collect();
                 let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
                 let total: f64 = exps.iter().sum();
@@ -203,15 +239,23 @@ impl Session<'_> {
                     oh.iter_mut().zip(vs).for_each(|(o, v)| *o += e / total * v);
                 }
             }
-            let o = product(model.w(&name("attn_output")), &attended);
-            let o = rms_norm(&o, model.w(&name("post_attention_norm")), eps);
+            let mut o = product(model.w(&name("attn_output")), &attended);
+            if sandwich {
+                o = rms_norm(&o, model.w(&name("post_attention_norm")), eps);
+            }
             x.iter_mut().zip(&o).for_each(|(x, o)| *x += o);
             let f = rms_norm(&x, model.w(&name("ffn_norm")), eps);
             let gate = product(model.w(&name("ffn_gate")), &f);
             let up = product(model.w(&name("ffn_up")), &f);
-            let a: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| gelu(*g) * u).collect();
-            let d = product(model.w(&name("ffn_down")), &a);
-            let d = rms_norm(&d, model.w(&name("post_ffw_norm")), eps);
+            let act = match c.activation {
+                Activation::GeluTanh => gelu,
+                Activation::Silu => silu,
+            };
+            let a: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| act(*g) * u).collect();
+            let mut d = product(model.w(&name("ffn_down")), &a);
+            if sandwich {
+                d = rms_norm(&d, model.w(&name("post_ffw_norm")), eps);
+            }
             x.iter_mut().zip(&d).for_each(|(x, d)| *x += d);
         }
         let x = rms_norm(&x, model.w("output_norm.weight"), eps);

@@ -58,14 +58,15 @@ uniforms! {
     /// `shaders/llm/norm.wgsl`: the embedding's scale or a residual add, then the next norm.
     Norm {
         width: u32,
-        /// 0: embedding (x = src · scale); 1: residual (x = x + rms_norm(src) · w_in).
+        /// 0: embedding (x = src · scale); 1: residual of a post-norm (x = x + rms_norm(src) · w_in);
+        /// 2: plain residual (x = x + src).
         mode: u32,
         /// 1: shift h's columns by the step's `out_from` (the final norm); 0: no shift.
         shifted: u32,
         eps: f32,
         scale: f32,
     }
-    /// `shaders/llm/qk_rope.wgsl`: the query and key heads' norm and RoPE.
+    /// `shaders/llm/qk_rope.wgsl`: the heads' biases, the query and key heads' norm and RoPE.
     Heads {
         heads: u32,
         kv_heads: u32,
@@ -79,6 +80,12 @@ uniforms! {
         table: u32,
         eps: f32,
         q_scale: f32,
+        /// 1: query and key heads are RMS-normed (then scaled by `q_norm`, `k_norm`).
+        qk_norm: u32,
+        /// RoPE's pairs: 0 (i, i + len/2), NeoX; 1 (2i, 2i + 1), llama.
+        pairing: u32,
+        /// 1: every head adds its bias.
+        biased: u32,
     }
     /// `shaders/llm/attention.wgsl`.
     Attention {
@@ -88,10 +95,20 @@ uniforms! {
         value_length: u32,
         /// Positions a query sees, itself included; 0: every earlier position.
         window: u32,
+        /// Scores soft-capped to ±softcap; 0: not capped.
+        softcap: f32,
     }
-    /// `shaders/llm/geglu.wgsl`.
-    Geglu {
+    /// `shaders/llm/gated.wgsl`.
+    Gated {
         width: u32,
+        /// 0: GELU (tanh form); 1: SiLU.
+        activation: u32,
+    }
+    /// `shaders/llm/softcap.wgsl`: the final logit soft-cap.
+    Softcap {
+        /// Logits per column (the vocabulary).
+        count: u32,
+        cap: f32,
     }
 }
 
@@ -112,7 +129,8 @@ mod tests {
             std::mem::size_of::<Norm>(),
             std::mem::size_of::<Heads>(),
             std::mem::size_of::<Attention>(),
-            std::mem::size_of::<Geglu>(),
+            std::mem::size_of::<Gated>(),
+            std::mem::size_of::<Softcap>(),
         ];
         let words: Vec<usize> = BLOCKS.iter().map(|(_, f)| 4 * f.len()).collect();
         assert_eq!(sizes.to_vec(), words, "no padding inside a block");

@@ -5,7 +5,7 @@
 //! reference refuse it at load, naming the tensor, with the same message; the check reads each
 //! float word, or each block's binary16 fields (where the registry says they are), once.
 
-use super::Gemma3Config;
+use super::ModelConfig;
 use crate::error::{Error, Result};
 use crate::format::{DirectWord, F16Fields, Geometry};
 use crate::gguf::reader::GgufFile;
@@ -68,9 +68,8 @@ pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
 }
 
 /// Refuses a model any of whose tensors the forward reads holds a non-finite weight or scale.
-pub fn check_model(file: &GgufFile, config: &Gemma3Config) -> Result<()> {
-    let head = file.info("output.weight").map(|_| "output.weight".to_string());
-    for name in config.tensors().into_iter().map(|(n, _)| n).chain(head) {
+pub fn check_model(file: &GgufFile, config: &ModelConfig) -> Result<()> {
+    for (name, _) in config.tensors() {
         check_finite(&name, &file.tensor(&name)?)?;
     }
     Ok(())

@@ -8,7 +8,7 @@ use super::{from_js, now_seconds, reject, to_js, NinferGpu};
 use crate::error::Error;
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{Gpu, GpuOptions, Profile};
-use crate::llm::{self, Event, ForwardOptions, Gemma3Config, GpuForward, Request, Sampling, Tokenizer};
+use crate::llm::{self, Event, ForwardOptions, GpuForward, ModelConfig, Request, Sampling, Tokenizer};
 use js_sys::{Function, Promise};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -103,7 +103,7 @@ async fn load_on(gpu: Rc<Gpu>, bytes: Vec<u8>, options: LoadOptions) -> Result<N
             .ok_or_else(|| reject(Error::Unsupported(format!("unknown profile `{name}`; valid: a32, a8"))))?,
     };
     let file = GgufFile::from_bytes(bytes).map_err(reject)?;
-    let config = Gemma3Config::from_gguf(&file).map_err(reject)?;
+    let config = ModelConfig::from_gguf(&file).map_err(reject)?;
     let tokenizer = Tokenizer::from_gguf(&file).map_err(reject)?;
     let adapter = gpu.platform().summary();
     let forward_options = ForwardOptions { profile, context: options.context.unwrap_or(0), ..Default::default() };

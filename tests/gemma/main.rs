@@ -11,6 +11,7 @@
 //! missing one fails. The rules themselves are tested without them (`src/llm/config/tests.rs`,
 //! `src/llm/tokenizer/tests.rs`, `src/llm/judge.rs`).
 
+mod archs;
 mod cli;
 mod forward;
 mod smollm;

@@ -8,8 +8,8 @@
 use super::{open, selectors};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{GpuOptions, Profile};
-use ninfer_wgpu::llm::judge::{agreement, forward_limit};
-use ninfer_wgpu::llm::{ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Tokenizer};
+use ninfer_wgpu::llm::judge::{agreement, forward_limit, relative_l2};
+use ninfer_wgpu::llm::{Architecture, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer};
 use ninfer_wgpu::native::block_on;
 
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3.gguf");
@@ -22,37 +22,48 @@ const GQA_SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/ti
 /// separates the two.
 const RELATIVE_L2: f64 = 1e-5;
 
-fn relative_l2(exact: &[f32], ours: &[f32]) -> f64 {
-    let (mut diff, mut norm) = (0.0, 0.0);
-    for (&e, &o) in exact.iter().zip(ours) {
-        diff += (o as f64 - e as f64).powi(2);
-        norm += (e as f64).powi(2);
-    }
-    (diff / norm).sqrt()
-}
-
 /// Steps of 3 columns over 20 tokens: steps start mid-window, the window of 8 is crossed, and
 /// the last step's logits are checked a token at a time through the KV cache too.
 #[test]
 fn a_tiny_gemma3_runs_as_its_exact_reference_on_every_adapter() {
-    runs_as_its_exact_reference(SEED, (1, 2, 1, Some(8)), 1, 20);
+    runs_as_its_exact_reference(SEED, |c| shaped(c, (1, 2, 1, Some(8))), 1, 20);
 }
 
 /// The same over 560 tokens with a global block too: past the attention kernel's 512-position
 /// chunk, so its online softmax rescales what one chunk summed when the next comes.
 #[test]
 fn a_tiny_gemma3_with_groups_of_five_heads_runs_as_its_exact_reference_on_every_adapter() {
-    runs_as_its_exact_reference(GQA_SEED, (2, 10, 2, Some(8)), 18, 513);
+    runs_as_its_exact_reference(GQA_SEED, |c| shaped(c, (2, 10, 2, Some(8))), 18, 513);
+}
+
+/// (blocks, heads, KV heads, window), and the first block local: the window applies.
+fn shaped(config: &ModelConfig, shape: (usize, usize, usize, Option<usize>)) {
+    assert_eq!((config.blocks, config.heads, config.kv_heads, config.sliding_window), shape);
+    assert!(config.local[0], "the first block is local: the window applies");
+}
+
+/// A tiny model of every other architecture (`tools/make-model-seed.py --arch`: llama with
+/// adjacent RoPE pairs, frequency factors, linear scaling and its own head; qwen2 with biases;
+/// qwen3 with q/k norms; gemma; gemma2 with sandwich norms, a window and both soft-caps), the
+/// same way; tests/gemma/archs.rs runs the same files through llama.cpp.
+#[test]
+fn every_architecture_runs_as_its_exact_reference_on_every_adapter() {
+    for arch in Architecture::ALL.into_iter().filter(|&a| a != Architecture::Gemma3) {
+        let seed = format!("{}/fuzz/seeds/model/tiny-{arch}.gguf", env!("CARGO_MANIFEST_DIR"));
+        let file = GgufFile::from_bytes(std::fs::read(&seed).unwrap()).unwrap();
+        let config = ModelConfig::from_gguf(&file).unwrap();
+        assert_eq!(config.architecture, arch);
+        eprintln!("{arch}:");
+        runs_as_its_exact_reference(&seed, |_| {}, 1, 20);
+    }
 }
 
 /// `seed`'s logits over `repeats` copies of a short text (at least `tokens` tokens), step by
-/// step and token by token, against the reference's; `shape` is (blocks, heads, KV heads,
-/// window).
-fn runs_as_its_exact_reference(seed: &str, shape: (usize, usize, usize, Option<usize>), repeats: usize, tokens: usize) {
+/// step and token by token, against the reference's; `expect` checks the configuration first.
+fn runs_as_its_exact_reference(seed: &str, expect: impl Fn(&ModelConfig), repeats: usize, tokens: usize) {
     let file = GgufFile::from_bytes(std::fs::read(seed).unwrap()).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
-    assert_eq!((config.blocks, config.heads, config.kv_heads, config.sliding_window), shape);
-    assert!(config.local[0], "the first block is local: the window applies");
+    let config = ModelConfig::from_gguf(&file).unwrap();
+    expect(&config);
     let text = "hello the world, a hello é 東京 the end".repeat(repeats);
     let ids = Tokenizer::from_gguf(&file).unwrap().encode(&text, false).unwrap();
     assert!(ids.len() >= tokens, "{} tokens", ids.len());
@@ -97,7 +108,7 @@ fn a_weight_of_the_wrong_type_is_refused_by_name() {
     assert_eq!(u32::from_le_bytes(bytes[ty..ty + 4].try_into().unwrap()), 0, "F32 before");
     bytes[ty..ty + 4].copy_from_slice(&26u32.to_le_bytes()); // ggml's I32
     let file = GgufFile::from_bytes(bytes).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let err = Reference::load(&file, &config).err().unwrap().to_string();
     assert!(err.contains("tensor `blk.0.attn_q.weight` holds integers"), "{err}");
     let Some(selector) = selectors().into_iter().next() else { return };
@@ -114,7 +125,7 @@ fn heads_the_attention_kernel_cannot_hold_are_refused() {
     let Some(selector) = selectors().into_iter().next() else { return };
     let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
     for (key, value) in [(6, 4), (4, 6), (260, 4)] {
-        let mut config = Gemma3Config::from_gguf(&file).unwrap();
+        let mut config = ModelConfig::from_gguf(&file).unwrap();
         (config.key_length, config.value_length) = (key, value);
         let err = block_on(GpuForward::load(&gpu, &file, &config, &Default::default())).err().unwrap().to_string();
         assert!(

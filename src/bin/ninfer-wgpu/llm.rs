@@ -7,7 +7,7 @@ use ninfer_wgpu::gpu::{Gpu, GpuOptions, Profile};
 use ninfer_wgpu::llm::forward::check_run;
 use ninfer_wgpu::llm::judge::{self, Agreement};
 use ninfer_wgpu::llm::{
-    Event, Forward, ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Request, Sampling, Session, Tokenizer,
+    Event, Forward, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Request, Sampling, Session, Tokenizer,
 };
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::Error;
@@ -125,7 +125,7 @@ impl Engine<'_> {
         Ok(())
     }
 
-    fn config(&self) -> &Gemma3Config {
+    fn config(&self) -> &ModelConfig {
         match self {
             Engine::Gpu(g) => g.config(),
             Engine::Cpu(s) => s.config(),
@@ -140,7 +140,7 @@ const LOGITS_RUN: usize = 64;
 /// What an engine is made from; it borrows from here.
 struct Loaded {
     file: GgufFile,
-    config: Gemma3Config,
+    config: ModelConfig,
     reference: Option<Reference>,
     gpu: Option<Gpu>,
 }
@@ -148,7 +148,7 @@ struct Loaded {
 impl Loaded {
     fn open(model: &Path, on: &On) -> Result<Loaded, Error> {
         let file = GgufFile::open(model)?;
-        let config = Gemma3Config::from_gguf(&file)?;
+        let config = ModelConfig::from_gguf(&file)?;
         let (reference, gpu) = match on.device {
             Device::Cpu => (Some(Reference::load(&file, &config)?), None),
             Device::Gpu => (None, Some(block_on(Gpu::open(&on.options))?)),
@@ -418,7 +418,7 @@ and the children of the village gathered on the bridge to watch it.";
 /// The model's logits on this adapter against the CPU reference forward (docs/judging.md).
 pub fn verify_forward(model: &Path, tokens: Option<&Path>, on: &On, as_json: bool) -> Result<bool, Error> {
     let file = GgufFile::open(model)?;
-    let config = Gemma3Config::from_gguf(&file)?;
+    let config = ModelConfig::from_gguf(&file)?;
     let ids = match tokens {
         Some(p) => read_ids(p)?,
         None => Tokenizer::from_gguf(&file)?.encode(VERIFY_TEXT, false)?,

@@ -24,7 +24,18 @@ fn gemma_270m() -> Table {
     put("gemma3.rope.freq_base", Value::F32(1e6));
     put("gemma3.attention.sliding_window", Value::U32(512));
     put("tokenizer.ggml.tokens", Value::Array(Array::String((0..300).map(|i| format!("t{i}")).collect())));
-    let config = Gemma3Config {
+    let config = ModelConfig {
+        architecture: Architecture::Gemma3,
+        norms: Norms::Sandwich,
+        qk_norm: true,
+        qkv_bias: [false; 3],
+        pairing: Pairing::Halves,
+        activation: Activation::GeluTanh,
+        rope_scale_global: 1.0,
+        rope_scale_local: 1.0,
+        rope_factors: false,
+        attention_softcap: None,
+        separate_head: false,
         blocks: 18,
         width: 640,
         feed_forward: 2048,
@@ -48,7 +59,7 @@ fn gemma_270m() -> Table {
 }
 
 fn refused(t: &Table, needles: &[&str]) {
-    match Gemma3Config::from_source(t) {
+    match ModelConfig::from_source(t) {
         Err(Error::Model(m)) => assert!(needles.iter().all(|n| m.contains(n)), "`{m}` lacks {needles:?}"),
         other => panic!("expected a model error with {needles:?}, got {other:?}"),
     }
@@ -56,7 +67,7 @@ fn refused(t: &Table, needles: &[&str]) {
 
 #[test]
 fn gemma_270m_reads_with_llama_cpps_defaults_for_what_its_file_omits() {
-    let c = Gemma3Config::from_source(&gemma_270m()).unwrap();
+    let c = ModelConfig::from_source(&gemma_270m()).unwrap();
     assert_eq!((c.blocks, c.width, c.feed_forward, c.heads, c.kv_heads), (18, 640, 2048, 4, 1));
     assert_eq!((c.key_length, c.value_length, c.context_length, c.vocab), (256, 256, 32768, 300));
     assert_eq!((c.rope_base_global, c.rope_base_local, c.sliding_window), (1e6, 1e4, Some(512)));
@@ -71,13 +82,13 @@ fn gemma_270m_reads_with_llama_cpps_defaults_for_what_its_file_omits() {
 fn a_pattern_key_and_a_missing_window_change_which_blocks_are_local() {
     let mut t = gemma_270m();
     t.values.insert("gemma3.attention.sliding_window_pattern".into(), Value::U32(3));
-    let c = Gemma3Config::from_source(&t).unwrap();
+    let c = ModelConfig::from_source(&t).unwrap();
     assert_eq!((0..18).filter(|&b| !c.local[b]).collect::<Vec<_>>(), [2, 5, 8, 11, 14, 17]);
     let each: Vec<bool> = (0..18).map(|b| b % 2 == 0).collect();
     t.values.insert("gemma3.attention.sliding_window_pattern".into(), Value::Array(Array::Bool(each.clone())));
-    assert_eq!(Gemma3Config::from_source(&t).unwrap().local, each);
+    assert_eq!(ModelConfig::from_source(&t).unwrap().local, each);
     t.values.remove("gemma3.attention.sliding_window");
-    let c = Gemma3Config::from_source(&t).unwrap();
+    let c = ModelConfig::from_source(&t).unwrap();
     assert_eq!((c.sliding_window, c.local.iter().any(|&l| l)), (None, false), "no window: every block global");
 }
 
@@ -85,7 +96,8 @@ fn a_pattern_key_and_a_missing_window_change_which_blocks_are_local() {
 fn another_architecture_is_refused_by_name() {
     let mut t = gemma_270m();
     t.values.insert("general.architecture".into(), Value::String("llama".into()));
-    refused(&t, &["architecture `llama` is not supported", "gemma3"]);
+    t.values.insert("general.architecture".into(), Value::String("phi3".into()));
+    refused(&t, &["architecture `phi3` is not supported", "llama, qwen2, qwen3, gemma, gemma2, gemma3"]);
     t.values.remove("general.architecture");
     refused(&t, &["general.architecture", "missing"]);
 }
@@ -171,7 +183,7 @@ fn tensors_the_model_would_not_use_are_refused() {
     // The separate head is optional: present (at its shape) or not, the file reads.
     let mut t = gemma_270m();
     t.shapes.insert("output.weight".into(), vec![300, 640]);
-    assert!(Gemma3Config::from_source(&t).is_ok());
+    assert!(ModelConfig::from_source(&t).is_ok());
 }
 
 #[test]

@@ -1,0 +1,258 @@
+//! One block of the GPU forward: its weights uploaded and its work bound, a block at a time
+//! (`Block::bind`), then recorded into a step's pass (`Block::record`). What the block reads
+//! and writes between kernels lives in [`Activations`], shared by every block.
+
+use super::arch::{Activation, Norms, Pairing};
+use super::config::ModelConfig;
+use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, LLM_WG};
+use super::uniforms::{Attention, Gated, Heads, Norm};
+use super::upload::{bind_stacked, upload_matrix};
+use crate::error::Result;
+use crate::gguf::reader::GgufFile;
+use crate::gpu::{BoundOp, DeviceSlice, Gpu, GpuTensor, Profile};
+
+/// The step's buffers every block's kernels read and write, and what binds them.
+pub(super) struct Activations {
+    pub step: wgpu::Buffer,
+    /// The residual stream, and its normed copy (every product's input).
+    pub x: wgpu::Buffer,
+    pub hn: wgpu::Buffer,
+    /// q, k and v of each column back to back (`qkv_stride` values a column).
+    pub qkv: wgpu::Buffer,
+    pub qkv_stride: u64,
+    /// Queries after norm and RoPE; attention's output; a product's output for the residual.
+    pub q: wgpu::Buffer,
+    pub att: wgpu::Buffer,
+    pub o: wgpu::Buffer,
+    /// Gate and up of each column; the activation's output.
+    pub gu: wgpu::Buffer,
+    pub a: wgpu::Buffer,
+    /// RoPE's (cos, sin) tables: [global, local][position][pair].
+    pub rope: wgpu::Buffer,
+    /// Bound where a model has no such weights (q/k norms, biases, a pre-norm's gains): the
+    /// kernels' flags keep it unread.
+    pub absent: wgpu::Buffer,
+    pub context: usize,
+    pub batch: u32,
+    pub profile: Profile,
+}
+
+/// One block's products and kernels. q, k and v are one to three products (each run of one
+/// format stacked into one tensor: one dispatch), and so are gate and up.
+pub(super) struct Block {
+    qkv: Vec<BoundOp>,
+    o: BoundOp,
+    gate_up: Vec<BoundOp>,
+    down: BoundOp,
+    qk_rope: Dispatch,
+    attention: Dispatch,
+    post_attention: Dispatch,
+    gated: Dispatch,
+    post_ffw: Dispatch,
+}
+
+/// A block's weights and buffers, held for the lifetime of its bound work.
+pub(super) struct Held {
+    pub tensors: Vec<GpuTensor>,
+    pub buffers: Vec<wgpu::Buffer>,
+}
+
+/// The q, k and v biases of block `b` back to back, zeros where one has none (the kernel adds
+/// them only when one exists): `None` where the model has no biases.
+fn biases(file: &GgufFile, c: &ModelConfig, b: usize) -> Result<Option<Vec<f32>>> {
+    if !c.qkv_bias.iter().any(|&on| on) {
+        return Ok(None);
+    }
+    let lengths = [c.heads * c.key_length, c.kv_heads * c.key_length, c.kv_heads * c.value_length];
+    let mut all = Vec::with_capacity(lengths.iter().sum());
+    for ((&on, part), n) in c.qkv_bias.iter().zip(["q", "k", "v"]).zip(lengths) {
+        match on {
+            true => all.extend(super::weights::exact_values(file, &format!("blk.{b}.attn_{part}.bias"))?),
+            false => all.extend(std::iter::repeat_n(0.0, n)),
+        }
+    }
+    Ok(Some(all))
+}
+
+impl Block {
+    /// Uploads block `b`'s weights and binds its work; `next_norm` is the gains of the norm
+    /// after it (the next block's `attn_norm`, or `output_norm`).
+    pub(super) async fn bind(
+        gpu: &Gpu,
+        file: &GgufFile,
+        c: &ModelConfig,
+        b: usize,
+        act: &Activations,
+        pipelines: &Pipelines,
+        next_norm: &wgpu::Buffer,
+    ) -> Result<(Block, Held)> {
+        let name = |s: &str| format!("blk.{b}.{s}.weight");
+        let gains = |s: &str| {
+            let n = name(s);
+            async move { super::upload::upload_f32(gpu, file, &n).await }
+        };
+        let (profile, batch) = (act.profile, act.batch);
+        let (w, ff) = (c.width as u64, c.feed_forward as u64);
+        let (kl, vl, h, kv) = (c.key_length as u64, c.value_length as u64, c.heads as u64, c.kv_heads as u64);
+        let hx = DeviceSlice::new(&act.hn, 0, w);
+        let (qkv, mut tensors) = bind_stacked(
+            gpu,
+            file,
+            &[name("attn_q"), name("attn_k"), name("attn_v")],
+            profile,
+            hx,
+            (&act.qkv, act.qkv_stride),
+            batch,
+        )
+        .await?;
+        let (gate_up, gate_up_tensors) =
+            bind_stacked(gpu, file, &[name("ffn_gate"), name("ffn_up")], profile, hx, (&act.gu, 2 * ff), batch).await?;
+        tensors.extend(gate_up_tensors);
+        let wo = upload_matrix(gpu, file, &name("attn_output"), profile).await?;
+        let wd = upload_matrix(gpu, file, &name("ffn_down"), profile).await?;
+        let k_cache = gpu.create_buffer(act.context as u64 * kv * kl, &format!("blk.{b} keys")).await?;
+        let v_cache = gpu.create_buffer(act.context as u64 * kv * vl, &format!("blk.{b} values")).await?;
+        let mut buffers = Vec::new();
+        let (q_norm, k_norm) = match c.qk_norm {
+            true => (Some(gains("attn_q_norm").await?), Some(gains("attn_k_norm").await?)),
+            false => (None, None),
+        };
+        let bias = match biases(file, c, b)? {
+            Some(values) => Some(gpu.create_buffer_with(&values, &format!("blk.{b} biases")).await?),
+            None => None,
+        };
+        let sandwich = c.norms == Norms::Sandwich;
+        let (post_attn_w, post_ffw_w) = match sandwich {
+            true => (Some(gains("post_attention_norm").await?), Some(gains("post_ffw_norm").await?)),
+            false => (None, None),
+        };
+        let ffn_norm = gains("ffn_norm").await?;
+        let absent = &act.absent;
+        fn or<'a>(b: &'a Option<wgpu::Buffer>, absent: &'a wgpu::Buffer) -> &'a wgpu::Buffer {
+            b.as_ref().unwrap_or(absent)
+        }
+        let or_absent = |b| or(b, absent);
+        let local = c.local[b];
+        let heads = Heads {
+            heads: h as u32,
+            kv_heads: kv as u32,
+            key_length: kl as u32,
+            value_length: vl as u32,
+            qkv_stride: act.qkv_stride as u32,
+            context: act.context as u32,
+            table: local as u32,
+            eps: c.rms_epsilon,
+            q_scale: c.attention_scale,
+            qk_norm: c.qk_norm as u32,
+            pairing: match c.pairing {
+                Pairing::Halves => 0,
+                Pairing::Adjacent => 1,
+            },
+            biased: bias.is_some() as u32,
+        };
+        let qk_rope = pipelines
+            .bind(
+                gpu,
+                ModelKernel::QkRope,
+                &act.step,
+                &heads,
+                &[
+                    &act.qkv,
+                    or_absent(&bias),
+                    or_absent(&q_norm),
+                    or_absent(&k_norm),
+                    &act.rope,
+                    &act.q,
+                    &k_cache,
+                    &v_cache,
+                ],
+            )
+            .await?;
+        let window = match (local, c.sliding_window) {
+            (true, Some(win)) => win as u32,
+            _ => 0,
+        };
+        let attention_uniform = Attention {
+            heads: h as u32,
+            kv_heads: kv as u32,
+            key_length: kl as u32,
+            value_length: vl as u32,
+            window,
+            softcap: c.attention_softcap.unwrap_or(0.0),
+        };
+        let attention = pipelines
+            .bind(gpu, ModelKernel::Attention, &act.step, &attention_uniform, &[&act.q, &k_cache, &v_cache, &act.att])
+            .await?;
+        // A sandwich's post-norm joins the residual normed (mode 1); a pre-norm block's output
+        // joins it as it is (mode 2).
+        let mode = if sandwich { 1 } else { 2 };
+        let residual =
+            |shifted: bool| Norm { width: w as u32, mode, shifted: shifted as u32, eps: c.rms_epsilon, scale: 0.0 };
+        let post_attention = pipelines
+            .bind(
+                gpu,
+                ModelKernel::Norm,
+                &act.step,
+                &residual(false),
+                &[&act.o, or_absent(&post_attn_w), &ffn_norm, &act.x, &act.hn],
+            )
+            .await?;
+        let activation = match c.activation {
+            Activation::GeluTanh => 0,
+            Activation::Silu => 1,
+        };
+        let gated = pipelines
+            .bind(gpu, ModelKernel::Gated, &act.step, &Gated { width: ff as u32, activation }, &[&act.gu, &act.a])
+            .await?;
+        let post_ffw = pipelines
+            .bind(
+                gpu,
+                ModelKernel::Norm,
+                &act.step,
+                &residual(b + 1 == c.blocks),
+                &[&act.o, or_absent(&post_ffw_w), next_norm, &act.x, &act.hn],
+            )
+            .await?;
+        let block = Block {
+            qkv,
+            o: gpu
+                .bind_matmul(&wo, profile, DeviceSlice::new(&act.att, 0, h * vl), DeviceSlice::new(&act.o, 0, w), batch)
+                .await?,
+            gate_up,
+            down: gpu
+                .bind_matmul(&wd, profile, DeviceSlice::new(&act.a, 0, ff), DeviceSlice::new(&act.o, 0, w), batch)
+                .await?,
+            qk_rope,
+            attention,
+            post_attention,
+            gated,
+            post_ffw,
+        };
+        tensors.extend([wo, wd]);
+        buffers.extend(
+            [Some(k_cache), Some(v_cache), q_norm, k_norm, bias, post_attn_w, post_ffw_w, Some(ffn_norm)]
+                .into_iter()
+                .flatten(),
+        );
+        Ok((block, Held { tensors, buffers }))
+    }
+
+    /// Records the block's work for `j` token columns.
+    pub(super) fn record(&self, p: &mut wgpu::ComputePass<'_>, c: &ModelConfig, j: u32) -> Result<()> {
+        let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
+        for op in &self.qkv {
+            op.record(p, j)?;
+        }
+        self.qk_rope.record(p, heads + 2 * kv, j);
+        self.attention.record_3d(p, kv * (heads / kv).div_ceil(4), j, ATTENTION_SPLITS);
+        self.o.record(p, j)?;
+        self.post_attention.record(p, j, 1);
+        for op in &self.gate_up {
+            op.record(p, j)?;
+        }
+        self.gated.record(p, (c.feed_forward as u32).div_ceil(LLM_WG), j);
+        self.down.record(p, j)?;
+        self.post_ffw.record(p, j, 1);
+        Ok(())
+    }
+}
