@@ -5,18 +5,20 @@ use super::{ci, ids_of, llama, llama_logits, model};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{self, Gpu, GpuOptions, Profile};
 use ninfer_wgpu::llm::judge::{self, agreement, forward_limit};
-use ninfer_wgpu::llm::{ForwardOptions, Gemma3Config, GpuForward, Keep, Reference, Tokenizer};
+use ninfer_wgpu::llm::{ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu_testkit::TempDir;
 
 /// A paragraph of English prose (84 tokens).
-const PROSE: &str = "The lighthouse keeper climbed the narrow stairs every evening at dusk, carrying a lantern and \
+pub(super) const PROSE: &str =
+    "The lighthouse keeper climbed the narrow stairs every evening at dusk, carrying a lantern and \
 a small notebook in which he recorded the weather, the ships that passed, and anything unusual he noticed on the \
 water. Over forty years he filled more than two hundred notebooks, and after his death the village library put \
 them on display, where visitors still read about storms, whales, and the long quiet winters of the northern coast.\n";
 
 /// Python source (112 tokens).
-const CODE: &str = "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists into one sorted list.\"\"\"\n    \
+pub(super) const CODE: &str =
+    "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists into one sorted list.\"\"\"\n    \
 i, j, out = 0, 0, []\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n            \
 out.append(a[i]); i += 1\n        else:\n            out.append(b[j]); j += 1\n    return out + a[i:] + b[j:]\n";
 
@@ -42,22 +44,22 @@ const TEXTS: [Text; 2] = [
 
 /// The positions an adapter named in `NINFER_GEMMA_PREFIX` runs (SwiftShader takes about 2.5 s
 /// per token of this model).
-const PREFIX: usize = 12;
+pub(super) const PREFIX: usize = 12;
 
 /// The perplexity tolerance the issue set: llama.cpp's backends differ by 1.4 % on a 108-token
 /// text.
-const PERPLEXITY_TOLERANCE: f64 = 0.015;
+pub(super) const PERPLEXITY_TOLERANCE: f64 = 0.015;
 
 /// Ours against the exact reference's perplexity: A32 is the exact forward up to f32 rounding.
-const PERPLEXITY_EXACT: f64 = 1e-3;
+pub(super) const PERPLEXITY_EXACT: f64 = 1e-3;
 
 /// Adapters that run only the first [`PREFIX`] tokens of each text (comma-separated selectors).
-fn prefix_only(selector: &str) -> bool {
+pub(super) fn prefix_only(selector: &str) -> bool {
     std::env::var("NINFER_GEMMA_PREFIX").is_ok_and(|l| l.split(',').any(|s| s.trim() == selector))
 }
 
 /// The adapters to run on: `NINFER_WGPU_EXPECT`, else one per backend found.
-fn selectors() -> Vec<String> {
+pub(super) fn selectors() -> Vec<String> {
     if let Ok(list) = std::env::var("NINFER_WGPU_EXPECT") {
         return list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     }
@@ -67,7 +69,7 @@ fn selectors() -> Vec<String> {
     backends
 }
 
-fn open(selector: &str) -> Option<Gpu> {
+pub(super) fn open(selector: &str) -> Option<Gpu> {
     match block_on(Gpu::open(&GpuOptions { adapter: Some(selector.into()), ..Default::default() })) {
         Ok(gpu) => Some(gpu),
         Err(e) if ci() => panic!("CI=true and adapter `{selector}` is missing: {e}"),
@@ -89,7 +91,7 @@ fn model_and_gpu() -> Option<(std::path::PathBuf, Gpu)> {
     Some((path, gpu?))
 }
 
-fn gpu_logits(gpu: &Gpu, file: &GgufFile, config: &Gemma3Config, options: ForwardOptions, ids: &[u32]) -> Vec<f32> {
+fn gpu_logits(gpu: &Gpu, file: &GgufFile, config: &ModelConfig, options: ForwardOptions, ids: &[u32]) -> Vec<f32> {
     let mut forward = block_on(GpuForward::load(gpu, file, config, &options)).unwrap();
     block_on(forward.forward(ids, Keep::All)).unwrap()
 }
@@ -119,7 +121,7 @@ fn gpu_logits_match_the_exact_reference_and_llama_cpp_on_every_adapter() {
     println!("llama.cpp's reference: {info}");
     assert!(!info.contains("AMX") && !info.contains("AVX512"), "the reference was built for this CPU: {info}");
     let file = GgufFile::open(&path).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let tokenizer = Tokenizer::from_gguf(&file).unwrap();
     let reference = Reference::load(&file, &config).unwrap();
     let dir = TempDir::new("gemma-forward");
@@ -197,7 +199,7 @@ fn gpu_logits_match_the_exact_reference_and_llama_cpp_on_every_adapter() {
 fn greedy_generation_follows_the_exact_reference() {
     let Some((path, gpu)) = model_and_gpu() else { return };
     let file = GgufFile::open(&path).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let tokenizer = Tokenizer::from_gguf(&file).unwrap();
     let reference = Reference::load(&file, &config).unwrap();
     for prompt in ["The capital of France is", "fn fibonacci(n: u64) -> u64 {"] {
@@ -237,7 +239,7 @@ fn greedy_generation_follows_the_exact_reference() {
 fn a_narrow_sliding_window_is_honoured_by_the_gpu_and_the_reference() {
     let Some((path, gpu)) = model_and_gpu() else { return };
     let file = GgufFile::open(&path).unwrap();
-    let mut config = Gemma3Config::from_gguf(&file).unwrap();
+    let mut config = ModelConfig::from_gguf(&file).unwrap();
     let ids =
         Tokenizer::from_gguf(&file).unwrap().encode("One, two, three, four, five, six, seven, eight", false).unwrap();
     let wide = gpu_logits(&gpu, &file, &config, Default::default(), &ids);
@@ -255,7 +257,7 @@ fn a_narrow_sliding_window_is_honoured_by_the_gpu_and_the_reference() {
 fn bad_runs_are_refused_with_their_numbers() {
     let Some((path, gpu)) = model_and_gpu() else { return };
     let file = GgufFile::open(&path).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let options = ForwardOptions { context: 8, batch: 4, ..Default::default() };
     let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options)).unwrap();
     let err = block_on(forward.forward(&[2, 262144], Keep::Last)).unwrap_err().to_string();

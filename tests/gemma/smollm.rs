@@ -5,9 +5,13 @@
 //! `NINFER_SMOLLM2`, else looked for where `../shared/tools/fetch-smollm2.sh` caches it; without
 //! it (or llama.cpp's side) the test reports a skip, except under CI with the variable set.
 
+use super::forward::{open, prefix_only, selectors, CODE, PERPLEXITY_EXACT, PREFIX, PROSE};
 use super::{ci, encodes_as_llama_cpp, llama, llama_logits, TEXTS};
 use ninfer_wgpu::gguf::reader::GgufFile;
-use ninfer_wgpu::llm::Tokenizer;
+use ninfer_wgpu::gpu::Profile;
+use ninfer_wgpu::llm::judge::{self, agreement, forward_limit};
+use ninfer_wgpu::llm::{Architecture, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer};
+use ninfer_wgpu::native::block_on;
 use std::path::{Path, PathBuf};
 
 fn smollm2() -> Option<PathBuf> {
@@ -117,4 +121,94 @@ fn chat_templates_apply_as_llama_cpp_does() {
             assert_eq!(ours.apply(*system, user), want, "template {i} ({ours:?}), messages {j}");
         }
     }
+}
+
+/// SmolLM2's real weights (architecture `llama`, Q4_1 and Q8_0) on every adapter, against the
+/// exact reference and llama.cpp's CPU backend: A32 within its limit of the reference (A8
+/// within its own), no further from llama.cpp than the reference itself is, perplexity within
+/// 0.1 % of the reference's; greedy tokens that are the reference's best or within 0.1 logit.
+#[test]
+fn smollm2_logits_match_the_exact_reference_and_llama_cpp() {
+    let (Some(path), Some(tool)) = (smollm2(), llama_logits()) else {
+        eprintln!("skipped: needs SmolLM2-135M-Instruct.Q4_1.gguf and tools/llama-logits (LLAMA_LOGITS)");
+        return;
+    };
+    let file = GgufFile::open(&path).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
+    assert_eq!((config.architecture, config.blocks, config.vocab), (Architecture::Llama, 30, 49152));
+    let tokenizer = Tokenizer::from_gguf(&file).unwrap();
+    let reference = Reference::load(&file, &config).unwrap();
+    let dir = ninfer_wgpu_testkit::TempDir::new("smollm2-forward");
+    let vocab = config.vocab;
+    let mut failures = Vec::new();
+    println!("| text (tokens) | adapter | profile | KLD vs exact | KLD llama.cpp ‖ ours (‖ exact) | top-1 vs llama.cpp | ppl ours / llama.cpp / exact |");
+    for (name, text) in [("prose", PROSE), ("code", CODE)] {
+        let ids = tokenizer.encode(text, false).unwrap();
+        let ids_file = dir.join(&format!("{name}.i32"));
+        std::fs::write(&ids_file, ids.iter().flat_map(|&i| (i as i32).to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        let theirs: Vec<f32> = bytemuck::pod_collect_to_vec(&llama(&tool, "logits", &path, &ids_file));
+        let exact: Vec<f32> = reference.logits(&ids).unwrap().concat();
+        for selector in selectors() {
+            let Some(gpu) = open(&selector) else { continue };
+            let n = if prefix_only(&selector) { PREFIX } else { ids.len() };
+            let (ids, theirs, exact) = (&ids[..n], &theirs[..n * vocab], &exact[..n * vocab]);
+            let llama_to_exact = agreement(theirs, exact, vocab);
+            for profile in [Profile::A32, Profile::A8] {
+                let options = ForwardOptions { profile, batch: 24, ..Default::default() };
+                let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options)).unwrap();
+                let ours = block_on(forward.forward(ids, Keep::All)).unwrap();
+                let to_exact = agreement(exact, &ours, vocab);
+                let from_llama = agreement(theirs, &ours, vocab);
+                let ppl = |l: &[f32]| judge::perplexity(l, ids, vocab);
+                let (p_ours, p_llama, p_exact) = (ppl(&ours), ppl(theirs), ppl(exact));
+                println!(
+                    "| {name} ({n}) | {selector} | {} | {:.2e} | {:.2e} ({:.2e}) | {:.3} | {p_ours:.3} / {p_llama:.3} / {p_exact:.3} |",
+                    profile.name(),
+                    to_exact.mean_kld,
+                    from_llama.mean_kld,
+                    llama_to_exact.mean_kld,
+                    from_llama.top1
+                );
+                let what = format!("{name} on {selector}, {}", profile.name());
+                if to_exact.mean_kld.is_nan() || to_exact.mean_kld > forward_limit(profile) {
+                    failures.push(format!("{what}: KLD from the exact reference {:.2e}", to_exact.mean_kld));
+                }
+                if profile != Profile::A32 {
+                    continue;
+                }
+                // Ours is the exact reference up to f32 rounding: as far from llama.cpp as it is.
+                if from_llama.mean_kld > llama_to_exact.mean_kld * 1.05 + 1e-7 {
+                    failures.push(format!(
+                        "{what}: KLD from llama.cpp {:.2e}, the exact reference's {:.2e}",
+                        from_llama.mean_kld, llama_to_exact.mean_kld
+                    ));
+                }
+                if !((p_ours / p_exact - 1.0).abs() <= PERPLEXITY_EXACT) {
+                    failures.push(format!("{what}: perplexity {p_ours:.3} vs the exact reference's {p_exact:.3}"));
+                }
+            }
+        }
+    }
+    // Greedy generation through the KV cache on the first adapter: each token the reference's
+    // best, or within 0.1 logit of it where two are that close.
+    let Some(gpu) = selectors().first().and_then(|s| open(s)) else { return };
+    let mut ids = tokenizer.encode("The capital of France is", false).unwrap();
+    let start = ids.len();
+    let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &Default::default())).unwrap();
+    let mut logits = block_on(forward.forward(&ids, Keep::Last)).unwrap();
+    for _ in 0..12 {
+        let next = judge::argmax(&logits) as u32;
+        ids.push(next);
+        logits = block_on(forward.forward(&[next], Keep::Last)).unwrap();
+    }
+    let exact = reference.logits(&ids).unwrap();
+    for (i, &token) in ids.iter().enumerate().skip(start) {
+        let at = &exact[i - 1];
+        let gap = at[judge::argmax(at)] - at[token as usize];
+        if gap > 0.1 {
+            failures.push(format!("greedy token {} ({token}) is {gap} below the reference's best", i - start));
+        }
+    }
+    println!("greedy: {:?}", tokenizer.decode(&ids[start..]).unwrap());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
