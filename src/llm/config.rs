@@ -319,6 +319,13 @@ impl ModelConfig {
 
     /// Reads and checks the configuration from any [`Source`].
     pub fn from_source<S: Source + ?Sized>(src: &S) -> Result<ModelConfig> {
+        let config = ModelConfig::read(src)?;
+        config.check_tensors(src)?;
+        Ok(config)
+    }
+
+    /// The configuration the keys describe, before the tensors are checked against it.
+    fn read<S: Source + ?Sized>(src: &S) -> Result<ModelConfig> {
         let architecture = architecture(src)?;
         let facts = architecture.description();
         let keys = Keys { src, arch: architecture };
@@ -377,7 +384,7 @@ impl ModelConfig {
             Some(n) if n == blocks => width / heads,
             _ => key_length,
         };
-        let config = ModelConfig {
+        Ok(ModelConfig {
             architecture,
             blocks,
             width,
@@ -406,9 +413,7 @@ impl ModelConfig {
             separate_head: facts.separate_head && src.shape("output.weight").is_some(),
             attention_scale: 1.0 / (query_scale_width as f32).sqrt(),
             embedding_scale: if facts.scaled_embedding { (width as f32).sqrt() } else { 1.0 },
-        };
-        config.check_tensors(src)?;
-        Ok(config)
+        })
     }
 
     /// The `<arch>.<name>` key of this configuration's architecture.

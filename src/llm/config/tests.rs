@@ -192,3 +192,134 @@ fn a_sliding_window_of_zero_is_refused() {
     t.values.insert("gemma3.attention.sliding_window".into(), Value::U32(0));
     refused(&t, &["gemma3.attention.sliding_window` = 0", "no positions"]);
 }
+
+/// A model of `arch` with every tensor its keys imply (SmolLM2-135M's shape for llama), the
+/// keys llama.cpp's converter writes and nothing optional.
+fn model(arch: &str, blocks: u32, width: u32, heads: u32, kv: u32) -> Table {
+    let mut t = Table::default();
+    let key = |k: &str| format!("{arch}.{k}");
+    t.put("general.architecture", Value::String(arch.into()));
+    for (k, v) in [
+        ("context_length", 8192),
+        ("embedding_length", width),
+        ("block_count", blocks),
+        ("feed_forward_length", 1536),
+        ("attention.head_count", heads),
+        ("attention.head_count_kv", kv),
+    ] {
+        t.put(&key(k), Value::U32(v));
+    }
+    t.put(&key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5));
+    t.put("tokenizer.ggml.tokens", Value::Array(Array::String((0..300).map(|i| format!("t{i}")).collect())));
+    with_tensors(t)
+}
+
+/// `t` with the tensors its keys imply (and any `extra` named in `t.shapes` kept).
+fn with_tensors(mut t: Table) -> Table {
+    let config = ModelConfig::read(&t).unwrap();
+    t.shapes.extend(config.tensors());
+    t
+}
+
+#[test]
+fn every_architecture_reads_its_facts() {
+    let c = ModelConfig::from_source(&model("llama", 30, 576, 9, 3)).unwrap();
+    assert_eq!((c.architecture, c.key_length, c.value_length), (Architecture::Llama, 64, 64));
+    assert_eq!((c.norms, c.qk_norm, c.pairing, c.activation), (Norms::Pre, false, Pairing::Adjacent, Activation::Silu));
+    assert_eq!((c.embedding_scale, c.attention_scale, c.separate_head), (1.0, 0.125, false));
+    assert_eq!((c.sliding_window, c.attention_softcap, c.final_logit_softcap), (None, None, None));
+    assert_eq!((c.rope_base_global, c.rope_scale_global, c.qkv_bias), (1e4, 1.0, [false; 3]));
+    let c = ModelConfig::from_source(&model("qwen3", 28, 1024, 16, 8)).unwrap();
+    assert_eq!((c.qk_norm, c.pairing), (true, Pairing::Halves));
+    let c = ModelConfig::from_source(&model("gemma", 18, 2048, 8, 1)).unwrap();
+    assert_eq!((c.activation, c.embedding_scale), (Activation::GeluTanh, 2048f32.sqrt()));
+    // gemma2: a window of 4096 on every other block and soft-caps of 50 and 30 unless the file
+    // says; the 27B's 46 blocks scale queries by 1/sqrt(width / heads) (4608 / 32 = 144).
+    let c = ModelConfig::from_source(&model("gemma2", 46, 4608, 32, 16)).unwrap();
+    assert_eq!(
+        (c.norms, c.sliding_window, c.local[..3].to_vec()),
+        (Norms::Sandwich, Some(4096), vec![true, false, true])
+    );
+    assert_eq!((c.attention_softcap, c.final_logit_softcap, c.attention_scale), (Some(50.0), Some(30.0), 1.0 / 12.0));
+    assert_eq!(c.rope_base_local, c.rope_base_global, "gemma2's local layers keep the global base");
+    // gemma3's linear RoPE scaling applies to its global layers only.
+    let mut t = gemma_270m();
+    t.put("gemma3.rope.scaling.type", Value::String("linear".into()));
+    t.put("gemma3.rope.scaling.factor", Value::F32(8.0));
+    let c = ModelConfig::from_source(&t).unwrap();
+    assert_eq!((c.rope_scale_global, c.rope_scale_local), (0.125, 1.0));
+    t.put("gemma3.rope.scaling.type", Value::String("none".into()));
+    assert_eq!(ModelConfig::from_source(&t).unwrap().rope_scale_global, 1.0);
+}
+
+#[test]
+fn biases_frequency_factors_and_heads_come_from_the_tensors() {
+    // qwen2's q, k and v biases, in every block.
+    let mut t = model("qwen2", 2, 896, 14, 2);
+    for b in 0..2 {
+        t.shapes.insert(format!("blk.{b}.attn_q.bias"), vec![896]);
+        t.shapes.insert(format!("blk.{b}.attn_k.bias"), vec![128]);
+        t.shapes.insert(format!("blk.{b}.attn_v.bias"), vec![128]);
+    }
+    assert_eq!(ModelConfig::from_source(&t).unwrap().qkv_bias, [true; 3]);
+    // A bias of the wrong length, and one in the first block only.
+    let mut wrong = t.clone();
+    wrong.shapes.insert("blk.1.attn_k.bias".into(), vec![127]);
+    refused(&wrong, &["blk.1.attn_k.bias", "[127]", "[128]"]);
+    let mut first_only = t.clone();
+    first_only.shapes.remove("blk.1.attn_v.bias");
+    refused(&first_only, &["blk.1.attn_v.bias", "missing"]);
+    let mut later_only = model("qwen2", 2, 896, 14, 2);
+    later_only.shapes.insert("blk.1.attn_q.bias".into(), vec![896]);
+    refused(&later_only, &["blk.1.attn_q.bias", "not used by a qwen2"]);
+    // An output bias and an FFN bias have no place in this forward; nor rope_freqs outside llama.
+    for (arch, extra) in
+        [("qwen2", "blk.0.attn_output.bias"), ("llama", "blk.0.ffn_down.bias"), ("qwen2", ROPE_FACTORS)]
+    {
+        let mut t = model(arch, 2, 896, 14, 2);
+        t.shapes.insert(extra.into(), vec![896]);
+        refused(&t, &[extra, "not used"]);
+    }
+    // llama's frequency factors, one per pair; a separate head is read where the file has one.
+    let mut t = model("llama", 2, 576, 9, 3);
+    t.shapes.insert(ROPE_FACTORS.into(), vec![32]);
+    t.shapes.insert("output.weight".into(), vec![300, 576]);
+    let c = ModelConfig::from_source(&t).unwrap();
+    assert!(c.rope_factors && c.separate_head);
+    t.shapes.insert(ROPE_FACTORS.into(), vec![64]);
+    refused(&t, &[ROPE_FACTORS, "[64]", "[32]"]);
+    // gemma and gemma2 always tie the head (llama.cpp's loader): a separate one is refused.
+    let mut t = model("gemma2", 2, 576, 9, 3);
+    t.shapes.insert("output.weight".into(), vec![300, 576]);
+    refused(&t, &["output.weight", "not used by a gemma2"]);
+}
+
+#[test]
+fn hostile_keys_of_every_architecture_are_refused_by_name() {
+    for arch in ["llama", "qwen2", "qwen3", "gemma", "gemma2"] {
+        let key = |k: &str| format!("{arch}.{k}");
+        for (k, v, needles) in [
+            ("block_count", Some(Value::U32(0)), vec!["block_count` = 0"]),
+            ("block_count", Some(Value::U64(1 << 40)), vec!["block_count", "1048576"]),
+            ("attention.head_count_kv", Some(Value::U32(5)), vec!["not a multiple", "head_count_kv` = 5"]),
+            ("attention.head_count", Some(Value::U32(7)), vec!["key_length` is missing", "576", "7"]),
+            ("attention.layer_norm_rms_epsilon", Some(Value::F32(0.0)), vec!["layer_norm_rms_epsilon", "positive"]),
+            ("attention.layer_norm_rms_epsilon", None, vec!["layer_norm_rms_epsilon", "missing"]),
+            ("rope.freq_base", Some(Value::F32(f32::INFINITY)), vec!["rope.freq_base", "positive, finite"]),
+            ("rope.dimension_count", Some(Value::U32(32)), vec!["rope.dimension_count` = 32", "whole heads"]),
+            ("rope.scaling.type", Some(Value::String("yarn".into())), vec!["`yarn` is not supported", "linear"]),
+            ("rope.scaling.factor", Some(Value::F32(-2.0)), vec!["rope.scaling.factor", "positive"]),
+            ("attention.key_length", Some(Value::U32(63)), vec!["key head of 63", "even"]),
+        ] {
+            let mut t = model(arch, 2, 576, 9, 3);
+            match v {
+                Some(v) => t.values.insert(key(k), v),
+                None => t.values.remove(&key(k)),
+            };
+            refused(&t, &needles.iter().map(|n| n.as_ref()).collect::<Vec<&str>>());
+        }
+    }
+    let mut t = model("gemma2", 2, 576, 9, 3);
+    t.put("gemma2.attn_logit_softcapping", Value::F32(f32::NAN));
+    refused(&t, &["gemma2.attn_logit_softcapping", "positive, finite"]);
+}
