@@ -41,9 +41,9 @@ fn upload(gpu: &Gpu, (format, n, k): (Format, usize, usize), rng: &mut Rng) -> R
 /// submission and a read-back of the last logits).
 fn model_step(gpu: &Gpu, path: &str, timing: Timing) -> Result<Duration, Error> {
     use ninfer_wgpu::gguf::reader::GgufFile;
-    use ninfer_wgpu::llm::{Gemma3Config, GpuForward, Keep};
+    use ninfer_wgpu::llm::{GpuForward, Keep, ModelConfig};
     let file = GgufFile::open(path)?;
-    let config = Gemma3Config::from_gguf(&file)?;
+    let config = ModelConfig::from_gguf(&file)?;
     let mut forward = block_on(GpuForward::load(gpu, &file, &config, &Default::default()))?;
     block_on(forward.forward(&[2; 16], Keep::Last))?;
     median_time(timing, || block_on(forward.forward(&[2], Keep::Last)).map(|_| ()))

@@ -2,7 +2,7 @@
 //! `cargo run --release --example greedy_reference -- MODEL.gguf "PROMPT" [N]`. Slow by design:
 //! every token costs every weight once, in f64.
 use ninfer_wgpu::gguf::reader::GgufFile;
-use ninfer_wgpu::llm::{Gemma3Config, Reference, StreamDecoder, Tokenizer};
+use ninfer_wgpu::llm::{ModelConfig, Reference, StreamDecoder, Tokenizer};
 
 fn main() -> Result<(), ninfer_wgpu::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -11,7 +11,7 @@ fn main() -> Result<(), ninfer_wgpu::Error> {
     };
     let n: usize = rest.first().and_then(|s| s.parse().ok()).unwrap_or(8);
     let file = GgufFile::open(model)?;
-    let config = Gemma3Config::from_gguf(&file)?;
+    let config = ModelConfig::from_gguf(&file)?;
     let tokenizer = Tokenizer::from_gguf(&file)?;
     let reference = Reference::load(&file, &config)?;
     let mut tokens = tokenizer.encode(prompt, false)?;

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# A gemma3 GGUF at speed beside llama.cpp on the same driver and file (README's speed table):
+# A model's GGUF at speed beside llama.cpp on the same driver and file (README's speed table):
 # in each round, the adapter's buffer-copy bandwidth, then ours (`generate --greedy --json`: a
 # prompt, then 32 generated tokens), then llama.cpp's `llama-bench -ngl 99` with its Vulkan
-# backend at the same prompt length and `-n 32`, one after another, so each ratio compares runs
-# a minute apart. Prints every round, then a table of medians.
+# backend at the same prompt length (`-p N -n 0`) and generating 32 tokens after as many
+# (`-p 0 -n 32 -d N`: the depth ours generates at), one after another, so each ratio compares
+# runs a minute apart. Prints every round, then a table of medians. tools/prompts/short.txt is
+# about 125 tokens, long.txt about 990.
 #
 #   ../shared/tools/llamacpp-peer.sh build                          # once, ~15 min
 #   cmake --build /tmp/llamacpp-peer/build -j2 --target llama-bench # its llama-bench, ~5 min more
 #   cargo build --release --locked
-#   tools/model-speed.sh gemma-3-270m-q4_k_m.gguf prompt.txt [ROUNDS]   # default 3 rounds
+#   tools/model-speed.sh MODEL.gguf tools/prompts/short.txt [ROUNDS]   # default 3 rounds
 #
 # The physical limit: the bytes of weights one generated token reads (every block's products
 # and the output head, from `inspect --json`) at the copy bandwidth of the same round.
@@ -33,8 +35,10 @@ for r in $(seq "$rounds"); do
     > "$tmp/copy.$r.json" 2>/dev/null
   "$bin" generate "$model" --adapter "$adapter" --prompt-file "$prompt" -n 32 --greedy --json \
     > "$tmp/ours.$r.json" 2>/dev/null
-  GGML_VK_VISIBLE_DEVICES=0 "$bench" -m "$model" -ngl 99 -p "$tokens" -n 32 -r 1 -o csv \
+  GGML_VK_VISIBLE_DEVICES=0 "$bench" -m "$model" -ngl 99 -p "$tokens" -n 0 -r 1 -o csv \
     > "$tmp/peer.$r.csv" 2>/dev/null
+  GGML_VK_VISIBLE_DEVICES=0 "$bench" -m "$model" -ngl 99 -p 0 -n 32 -d "$tokens" -r 1 -o csv \
+    > "$tmp/peer-gen.$r.csv" 2>/dev/null
 done
 python3 - "$tmp" "$rounds" "$tokens" <<'PY'
 import csv, json, statistics, sys
@@ -47,7 +51,8 @@ rows = []
 for r in range(1, rounds + 1):
     copy = json.load(open(f"{tmp}/copy.{r}.json"))["copy_gb_per_s"]
     ours = json.load(open(f"{tmp}/ours.{r}.json"))
-    peer = {("prompt" if int(x["n_prompt"]) else "gen"): float(x["avg_ts"]) for x in csv.DictReader(open(f"{tmp}/peer.{r}.csv"))}
+    peer = {("prompt" if int(x["n_prompt"]) else "gen"): float(x["avg_ts"])
+            for f in ("peer", "peer-gen") for x in csv.DictReader(open(f"{tmp}/{f}.{r}.csv"))}
     row = (copy, ours["prompt_tokens_per_s"], peer["prompt"], ours["generation_tokens_per_s"], peer["gen"])
     rows.append(row)
     print(f"round {r}: copy {row[0]:.2f} GB/s; prompt ours {row[1]:.2f} llama.cpp {row[2]:.2f}; "
@@ -55,7 +60,7 @@ for r in range(1, rounds + 1):
 med = [statistics.median(c) for c in zip(*rows)]
 limit = med[0] * 1e9 / per_token
 print()
-print(f"| {tokens}-token prompt, 32 generated, median of {rounds} | ours tokens/s | llama.cpp Vulkan tokens/s | ratio |")
+print(f"| {tokens}-token prompt, 32 generated after it, median of {rounds} | ours tokens/s | llama.cpp Vulkan tokens/s | ratio |")
 print("|---|---|---|---|")
 print(f"| prompt processing | {med[1]:.1f} | {med[2]:.1f} | {med[1] / med[2]:.2f}× |")
 print(f"| generation | {med[3]:.2f} | {med[4]:.2f} | {med[3] / med[4]:.2f}× |")

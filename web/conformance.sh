@@ -61,16 +61,25 @@ for _ in $(seq 50); do
 done
 node drive.mjs "http://127.0.0.1:$port" --fixtures /fixtures-run --expect-errors "$expect" "${drive_args[@]}"
 
-# Text generation in the page (web/generate.html) where gemma-3-270m's GGUF is given
-# (NINFER_GEMMA, as for tests/gemma/): served from the page's origin, its greedy tokens must
-# equal the native CLI's on SwiftShader, the browser's adapter here.
-if [ -n "${NINFER_GEMMA:-}" ] && [ -f "$NINFER_GEMMA" ]; then
-  ln -s "$(realpath "$NINFER_GEMMA")" "$fixtures/model.gguf"
-  prompt="The capital of France is"
-  tokens=8
-  native="$fixtures/native.json"
-  "$cli" generate "$NINFER_GEMMA" --adapter swiftshader --prompt "$prompt" -n "$tokens" --greedy --json > "$native"
-  node generate-check.mjs "http://127.0.0.1:$port" /fixtures-run/model.gguf "$prompt" "$tokens" "$native"
+# Text generation in the page (web/generate.html), served from the page's origin: its greedy
+# tokens must equal the native CLI's on SwiftShader, the browser's adapter here. First a tiny
+# model of every architecture (fuzz/seeds/model/tiny-*.gguf), then a real one where given: the
+# smaller, SmolLM2-135M (NINFER_SMOLLM2, architecture llama), else gemma-3-270m (NINFER_GEMMA).
+models=("$web"/../fuzz/seeds/model/tiny-{llama,qwen2,qwen3,gemma,gemma2,gemma3}.gguf)
+if [ -n "${NINFER_SMOLLM2:-}" ] && [ -f "$NINFER_SMOLLM2" ]; then
+  models+=("$NINFER_SMOLLM2")
+elif [ -n "${NINFER_GEMMA:-}" ] && [ -f "$NINFER_GEMMA" ]; then
+  models+=("$NINFER_GEMMA")
 else
-  echo "NINFER_GEMMA not given: the browser generation check is skipped"
+  echo "neither NINFER_SMOLLM2 nor NINFER_GEMMA given: the browser generates with the tiny models only"
 fi
+prompt="The capital of France is"
+tokens=8
+for model in "${models[@]}"; do
+  name=$(basename "$model")
+  ln -sf "$(realpath "$model")" "$fixtures/$name"
+  native="$fixtures/$name.native.json"
+  "$cli" generate "$model" --adapter swiftshader --prompt "$prompt" -n "$tokens" --greedy --json > "$native"
+  echo "generation in the page: $name"
+  node generate-check.mjs "http://127.0.0.1:$port" "/fixtures-run/$name" "$prompt" "$tokens" "$native"
+done

@@ -1,5 +1,6 @@
-// The generation page: loads a gemma3 GGUF (dropped, chosen, or fetched from this origin) with
-// NinferLlm.load, then streams generate()'s tokens into the page with the tokens per second.
+// The generation page: loads a model's GGUF (llama, qwen2, qwen3, gemma 1-3; dropped, chosen,
+// or fetched from this origin) with NinferLlm.load, then streams generate()'s tokens into the
+// page with the tokens per second.
 // `window.ninferGenerate` is the hook the headless test (web/generate-check.mjs) reads;
 // `?model=URL&prompt=TEXT&n=N` loads and generates greedily at once.
 import init, { NinferLlm } from './pkg/ninfer_wgpu.js';

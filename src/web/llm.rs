@@ -1,8 +1,9 @@
-//! The browser's text generation: `NinferLlm.load(bytes, options)` uploads a gemma3 GGUF once
-//! (the file's bytes are dropped after the upload; the tokenizer keeps its vocabulary), and
-//! `generate(prompt, options, onToken)` runs the same loop as the CLI's `generate` (the
-//! library's `llm::generate`), calling `onToken` as each token comes and resolving to the
-//! CLI's `--json` fields of the generation (the process's and device's are in `info()`).
+//! The browser's text generation: `NinferLlm.load(bytes, options)` uploads a model's GGUF once
+//! (any architecture `llm::arch` lists; the file's bytes are dropped after the upload; the
+//! tokenizer keeps its vocabulary), and `generate(prompt, options, onToken)` runs the same loop
+//! as the CLI's `generate` (the library's `llm::generate`), calling `onToken` as each token
+//! comes and resolving to the CLI's `--json` fields of the generation (the process's and
+//! device's are in `info()`).
 
 use super::{from_js, now_seconds, reject, to_js, NinferGpu};
 use crate::error::Error;
@@ -79,7 +80,7 @@ struct State {
     tokenizer: Tokenizer,
 }
 
-/// A gemma3 model on the browser's GPU.
+/// A language model on the browser's GPU.
 #[wasm_bindgen]
 pub struct NinferLlm {
     loaded: Loaded,
@@ -124,8 +125,9 @@ async fn load_on(gpu: Rc<Gpu>, bytes: Vec<u8>, options: LoadOptions) -> Result<N
 
 #[wasm_bindgen]
 impl NinferLlm {
-    /// Opens the browser's WebGPU adapter and loads a gemma3 GGUF onto it. `options`:
-    /// `{ profile?: "a32" | "a8", context?: number }`. Resolves to a `NinferLlm`.
+    /// Opens the browser's WebGPU adapter and loads a model's GGUF (llama, qwen2, qwen3, gemma,
+    /// gemma2, gemma3) onto it. `options`: `{ profile?: "a32" | "a8", context?: number }`.
+    /// Resolves to a `NinferLlm`.
     #[wasm_bindgen(unchecked_return_type = "Promise<NinferLlm>")]
     pub fn load(bytes: Vec<u8>, #[wasm_bindgen(unchecked_param_type = "LlmLoadOptions")] options: JsValue) -> Promise {
         future_to_promise(async move {

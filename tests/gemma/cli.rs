@@ -4,7 +4,7 @@
 
 use super::model;
 use ninfer_wgpu::gguf::reader::GgufFile;
-use ninfer_wgpu::llm::{judge, Gemma3Config, Reference, Tokenizer};
+use ninfer_wgpu::llm::{judge, ModelConfig, Reference, Tokenizer};
 use ninfer_wgpu_testkit::TempDir;
 
 /// Nine tokens with BOS: one more than a context of 8 holds.
@@ -29,7 +29,7 @@ fn the_model_commands_keep_their_contract() {
         return;
     };
     let file = GgufFile::open(&path).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let tokenizer = Tokenizer::from_gguf(&file).unwrap();
     let dir = TempDir::new("gemma-cli");
     let m = path.to_str().unwrap();

@@ -5,7 +5,7 @@
 //! byte-level BPE vocabulary against llama.cpp's (`smollm.rs`).
 //!
 //! The file (253 MB) is named by `NINFER_GEMMA`, else looked for where
-//! `../shared/tools/fetch-gemma.sh` caches it (`~/.cache/ninfer-wgpu`); llama.cpp's side is
+//! `tools/fetch-model.sh gemma-3-270m` caches it (`~/.cache/ninfer-wgpu`); llama.cpp's side is
 //! `tools/llama-logits.c`, built by `tools/llamacpp-cpu.sh` and named by `LLAMA_LOGITS`. Without
 //! them these tests report a skip, except under CI (`CI=true`), where .ci/run provides both and a
 //! missing one fails. The rules themselves are tested without them (`src/llm/config/tests.rs`,
@@ -17,7 +17,7 @@ mod forward;
 mod smollm;
 
 use ninfer_wgpu::gguf::reader::GgufFile;
-use ninfer_wgpu::llm::Gemma3Config;
+use ninfer_wgpu::llm::ModelConfig;
 use ninfer_wgpu_testkit::TempDir;
 use std::path::{Path, PathBuf};
 
@@ -135,12 +135,12 @@ fn ids_of(bytes: &[u8]) -> Vec<u32> {
 fn gemma_270m_configuration_reads_from_its_own_file() {
     let Some(path) = model() else {
         eprintln!(
-            "skipped: gemma-3-270m-q4_k_m.gguf not found (set NINFER_GEMMA or run ../shared/tools/fetch-gemma.sh)"
+            "skipped: gemma-3-270m-q4_k_m.gguf not found (set NINFER_GEMMA or run tools/fetch-model.sh gemma-3-270m)"
         );
         return;
     };
     let file = GgufFile::open(&path).unwrap();
-    let c = Gemma3Config::from_gguf(&file).unwrap();
+    let c = ModelConfig::from_gguf(&file).unwrap();
     assert_eq!((c.blocks, c.width, c.feed_forward, c.heads, c.kv_heads), (18, 640, 2048, 4, 1));
     assert_eq!((c.key_length, c.value_length, c.context_length, c.vocab), (256, 256, 32768, 262144));
     assert_eq!((c.rope_base_global, c.rope_base_local, c.sliding_window), (1e6, 1e4, Some(512)));

@@ -2,7 +2,7 @@
 //! vocabulary, `tokenizer.ggml.model` = `gpt2`, pre-tokenizer `smollm`): its vocabulary encodes
 //! as llama.cpp encodes, with and without special-token parsing, on the gemma texts and hostile
 //! ones (runs of whitespace, long numbers, CJK, emoji, ChatML markers). The file is named by
-//! `NINFER_SMOLLM2`, else looked for where `../shared/tools/fetch-smollm2.sh` caches it; without
+//! `NINFER_SMOLLM2`, else looked for where `tools/fetch-model.sh smollm2` caches it; without
 //! it (or llama.cpp's side) the test reports a skip, except under CI with the variable set.
 
 use super::forward::{open, prefix_only, selectors, CODE, PERPLEXITY_EXACT, PREFIX, PROSE};

@@ -6,7 +6,7 @@
 use super::{open, selectors};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::GpuOptions;
-use ninfer_wgpu::llm::{Gemma3Config, GpuForward, Keep, Reference, Tokenizer};
+use ninfer_wgpu::llm::{GpuForward, Keep, ModelConfig, Reference, Tokenizer};
 use ninfer_wgpu::native::block_on;
 use std::process::Command;
 
@@ -29,7 +29,7 @@ fn with_weights(name: &str, value: f32) -> Vec<u8> {
 /// Both forwards' load errors (the GPU's on the first adapter, where one exists).
 fn load_errors(bytes: Vec<u8>) -> Vec<String> {
     let file = GgufFile::from_bytes(bytes).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let mut errors = vec![Reference::load(&file, &config).err().expect("the CPU reference refuses").to_string()];
     if let Some(gpu) = selectors().first().and_then(|s| open(s, GpuOptions::default())) {
         let gpu_load = block_on(GpuForward::load(&gpu, &file, &config, &Default::default()));
@@ -53,7 +53,7 @@ fn a_nan_norm_weight_is_refused_at_load_by_name() {
 #[test]
 fn logits_that_overflow_are_refused_naming_the_position() {
     let file = GgufFile::from_bytes(with_weights("output_norm.weight", f32::MAX)).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let ids = Tokenizer::from_gguf(&file).unwrap().encode("hello the world", false).unwrap();
     let reference = Reference::load(&file, &config).unwrap();
     let e = reference.session().run(&ids, Keep::All).unwrap_err().to_string();
@@ -71,7 +71,7 @@ fn logits_that_overflow_are_refused_naming_the_position() {
 #[test]
 fn the_cpu_reference_refuses_a_run_past_its_context_up_front() {
     let file = GgufFile::from_bytes(std::fs::read(SEED).unwrap()).unwrap();
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     let reference = Reference::load(&file, &config).unwrap();
     let e = reference.session_of(config.context_length + 1).err().unwrap().to_string();
     assert!(e.contains(&format!("more than the model's {}", config.context_length)), "{e}");

@@ -3,7 +3,7 @@
 //! with their messages, and a vocabulary too large to hold refused in bounded memory.
 
 use ninfer_wgpu::gguf::reader::{GgufFile, MAX_STRINGS};
-use ninfer_wgpu::llm::{weights, Gemma3Config};
+use ninfer_wgpu::llm::{weights, ModelConfig};
 
 const SEEDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/");
 
@@ -12,12 +12,12 @@ fn seed(name: &str) -> GgufFile {
 }
 
 fn config_error(name: &str) -> String {
-    Gemma3Config::from_gguf(&seed(name)).err().unwrap_or_else(|| panic!("{name} accepted")).to_string()
+    ModelConfig::from_gguf(&seed(name)).err().unwrap_or_else(|| panic!("{name} accepted")).to_string()
 }
 
 fn weights_error(name: &str) -> String {
     let file = seed(name);
-    let config = Gemma3Config::from_gguf(&file).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
     weights::check_model(&file, &config).err().unwrap_or_else(|| panic!("{name} accepted")).to_string()
 }
 
@@ -34,7 +34,7 @@ fn the_hostile_model_seeds_are_refused_naming_what_is_wrong() {
     // The seeds they were made from read.
     for good in ["tiny-gemma3.gguf", "tiny-gemma3-gqa.gguf"] {
         let file = seed(good);
-        weights::check_model(&file, &Gemma3Config::from_gguf(&file).unwrap()).unwrap();
+        weights::check_model(&file, &ModelConfig::from_gguf(&file).unwrap()).unwrap();
     }
 }
 
