@@ -2,9 +2,10 @@
 // cache up to the token's position (local blocks: only the last `window` positions), scores
 // soft-capped where the model says (gemma2: cap · tanh(s / cap)).
 // One workgroup serves up to four query heads of one KV head — the query heads that share its
-// keys and values, as the lanes of a vec4 — and one of ATTENTION_SPLITS shares of the value
+// keys and values, as the lanes of a vec4 — and one of the dispatch's z shares of the value
 // dimensions: each key and value is loaded once for four heads, and a decode step still has a
-// workgroup per share to spread over the adapter's cores (docs/llm.md#attention). The softmax runs
+// workgroup per share to spread over the adapter's cores, while a prompt's step, with workgroups
+// enough in its columns, scores each key once in one share (docs/llm.md#attention). The softmax runs
 // online over chunks of CHUNK positions — each invocation scores POSITIONS consecutive positions
 // of a chunk for the four heads (each query element it loads serves them all), then the
 // invocations that own value dimensions, four each, rescale and accumulate them — so any context
@@ -15,10 +16,11 @@
 // Positions an invocation scores per chunk, and the chunk.
 const POSITIONS: u32 = 4u;
 const CHUNK: u32 = LLM_WG * POSITIONS;
-// HEAD_MAX, the longest key or value head (the host refuses longer ones), and ATTENTION_SPLITS
-// are src/llm/kernels.rs's; gemma3's heads are 128 or 256. An invocation holds four value
-// dimensions (a vec4 of the cache) of its workgroup's share, for the four heads.
-const VALUE_QUADS_PER_LANE: u32 = (HEAD_MAX / 4u + ATTENTION_SPLITS * LLM_WG - 1u) / (ATTENTION_SPLITS * LLM_WG);
+// HEAD_MAX, the longest key or value head (the host refuses longer ones), is
+// src/llm/kernels.rs's; gemma3's heads are 128 or 256. An invocation holds four value dimensions
+// (a vec4 of the cache) of its workgroup's share, for the four heads: as many as one share, the
+// whole head, needs.
+const VALUE_QUADS_PER_LANE: u32 = (HEAD_MAX / 4u + LLM_WG - 1u) / LLM_WG;
 // Below any score of normed queries and keys; exp of it minus a score is 0.
 const MASKED: f32 = -1e30;
 
@@ -67,7 +69,11 @@ fn heads_sum(lane: u32, value: vec4<f32>) -> vec4<f32> {
 }
 
 @compute @workgroup_size(LLM_WG)
-fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+fn attention(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
     // x: KV head and quad of its query heads; y: token column; z: share of the values.
     let group = at.heads / at.kv_heads;
     let quads = (group + 3u) / 4u;
@@ -79,7 +85,7 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let kq = at.key_length / 4u;
     let vq = at.value_length / 4u;
     // This workgroup's value quads: [v0, v1).
-    let share = (vq + ATTENTION_SPLITS - 1u) / ATTENTION_SPLITS;
+    let share = (vq + groups.z - 1u) / groups.z;
     let v0 = wg.z * share;
     let v1 = min(vq, v0 + share);
     for (var i = lane; i < at.key_length; i += LLM_WG) {

@@ -4,7 +4,7 @@
 
 use super::arch::{Activation, Norms, Pairing};
 use super::config::ModelConfig;
-use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, LLM_WG};
+use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW, LLM_WG};
 use super::uniforms::{Attention, Gated, Heads, Norm};
 use super::upload::{bind_stacked, upload_matrix};
 use crate::error::Result;
@@ -244,7 +244,9 @@ impl Block {
             op.record(p, j)?;
         }
         self.qk_rope.record(p, heads + 2 * kv, j);
-        self.attention.record_3d(p, kv * (heads / kv).div_ceil(4), j, ATTENTION_SPLITS);
+        let groups = kv * (heads / kv).div_ceil(4);
+        let splits = if groups * j < ATTENTION_SPLIT_BELOW { ATTENTION_SPLITS } else { 1 };
+        self.attention.record_3d(p, groups, j, splits);
         self.o.record(p, j)?;
         self.post_attention.record(p, j, 1);
         for op in &self.gate_up {

@@ -29,13 +29,17 @@ pub enum ModelKernel {
 pub const LLM_WG: u32 = 128;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
 /// from here): its workgroup keeps a query of this many vec4s (four heads), and each invocation
-/// at most `HEAD_MAX / (4 · ATTENTION_SPLITS · LLM_WG)` vec4s of values, rounded up.
+/// at most `HEAD_MAX / (4 · LLM_WG)` vec4s of values, rounded up.
 pub const HEAD_MAX: usize = 256;
 /// The shares of the value dimensions the attention kernel splits a head group's work into, one
-/// workgroup each (`ATTENTION_SPLITS` in the WGSL, written from here): with one KV head, as
-/// gemma-3-270m has, one share would leave a decode step's attention on one core of a CPU
-/// driver (docs/llm.md#attention).
+/// workgroup each, where a step has fewer than [`ATTENTION_SPLIT_BELOW`] workgroups otherwise:
+/// with one KV head, as gemma-3-270m has, one share would leave a decode step's attention on one
+/// core of a CPU driver. Each share scores every key, so a prompt's step, whose columns give
+/// workgroups enough, runs one (docs/llm.md#attention).
 pub const ATTENTION_SPLITS: u32 = 2;
+/// The workgroups (KV heads × quads of their query heads × columns) under which a step's
+/// attention is split into [`ATTENTION_SPLITS`] shares.
+pub const ATTENTION_SPLIT_BELOW: u32 = 8;
 
 impl ModelKernel {
     pub const ALL: [ModelKernel; 5] =
@@ -62,8 +66,7 @@ impl ModelKernel {
             ModelKernel::Softcap => include_str!("../../shaders/llm/softcap.wgsl"),
         };
         format!(
-            "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\
-             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\n{}{COMMON}\n{own}",
+            "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{}{COMMON}\n{own}",
             self.entry_point(),
             super::uniforms::wgsl()
         )
