@@ -183,7 +183,12 @@ impl Gpu {
         let selector = options.adapter.clone().or(from_env);
         let list = adapters().await;
         if list.is_empty() {
-            return Err(Error::Gpu("no GPU adapter found (install a Vulkan or GL driver; on a CPU-only machine Mesa's lavapipe or llvmpipe)".into()));
+            #[cfg(not(target_arch = "wasm32"))]
+            let hint = "install a Vulkan or GL driver; on a CPU-only machine Mesa's lavapipe or llvmpipe";
+            #[cfg(target_arch = "wasm32")]
+            let hint =
+                "this browser offers no WebGPU adapter here: it lacks WebGPU, has it turned off, or blocks this GPU";
+            return Err(Error::Gpu(format!("no GPU adapter found ({hint})")));
         }
         let entry = match &selector {
             Some(s) => list.iter().find(|a| selector_matches(s, &a.platform)).ok_or_else(|| {

@@ -26,6 +26,14 @@ pub struct ForwardOptions {
     pub batch: u32,
 }
 
+/// How far a load has come: tensors checked (types, shapes, every weight finite), then
+/// uploads bound (the token table, each block, the head), `done` of `of` each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadStep {
+    Validated { done: usize, of: usize },
+    Uploaded { done: usize, of: usize },
+}
+
 /// The cache a run gets unless it asks: 4096 positions (gemma-3-270m's 18 blocks: 151 MB).
 pub const DEFAULT_CONTEXT: usize = 4096;
 
@@ -249,7 +257,18 @@ impl GpuForward<'static> {
         config: &ModelConfig,
         options: &ForwardOptions,
     ) -> Result<GpuForward<'static>> {
-        GpuForward::load_on(OnGpu::Shared(gpu), file, config, options).await
+        GpuForward::load_on(OnGpu::Shared(gpu), file, config, options, &mut |_| ()).await
+    }
+
+    /// [`GpuForward::load_shared`], calling `on_step` as the load goes (the browser's progress).
+    pub async fn load_shared_reporting(
+        gpu: Rc<Gpu>,
+        file: &GgufFile,
+        config: &ModelConfig,
+        options: &ForwardOptions,
+        on_step: &mut dyn FnMut(LoadStep),
+    ) -> Result<GpuForward<'static>> {
+        GpuForward::load_on(OnGpu::Shared(gpu), file, config, options, on_step).await
     }
 }
 
@@ -261,7 +280,7 @@ impl<'g> GpuForward<'g> {
         config: &ModelConfig,
         options: &ForwardOptions,
     ) -> Result<GpuForward<'g>> {
-        GpuForward::load_on(OnGpu::Borrowed(gpu), file, config, options).await
+        GpuForward::load_on(OnGpu::Borrowed(gpu), file, config, options, &mut |_| ()).await
     }
 
     async fn load_on(
@@ -269,10 +288,13 @@ impl<'g> GpuForward<'g> {
         file: &GgufFile,
         config: &ModelConfig,
         options: &ForwardOptions,
+        on_step: &mut dyn FnMut(LoadStep),
     ) -> Result<GpuForward<'g>> {
         let gpu: &Gpu = &on;
         check_supported(file, config, options, gpu)?;
-        super::weights::check_model(file, config)?;
+        super::weights::check_model_reporting(file, config, &mut |done, of| on_step(LoadStep::Validated { done, of }))?;
+        // The token table, each block, the head.
+        let uploads = config.blocks + 2;
         let c = config;
         let context = run_context(c, options.context)?;
         let batch = options.batch.min(context as u32);
@@ -337,6 +359,7 @@ impl<'g> GpuForward<'g> {
             )
             .await?;
         buffers.push(attn_norm0);
+        on_step(LoadStep::Uploaded { done: 1, of: uploads });
 
         // A block at a time: its weights uploaded, its work bound, then the next.
         let mut blocks = Vec::with_capacity(c.blocks);
@@ -350,6 +373,7 @@ impl<'g> GpuForward<'g> {
             blocks.push(block);
             tensors.extend(held.tensors);
             buffers.extend(held.buffers.into_iter().chain([next_norm]));
+            on_step(LoadStep::Uploaded { done: b + 2, of: uploads });
         }
         let head_tensor = match c.separate_head {
             true => upload_table(gpu, file, "output.weight", profile).await?,
@@ -367,6 +391,7 @@ impl<'g> GpuForward<'g> {
             softcap: c.final_logit_softcap,
         };
         let one = Logits::bind(gpu, &head, 1).await?;
+        on_step(LoadStep::Uploaded { done: uploads, of: uploads });
         tensors.push(head_tensor);
         let head_at = tensors.len() - 1;
         let Activations { step, x, hn, qkv, q, att, o, gu, a, rope, absent, .. } = act;

@@ -55,6 +55,17 @@ pub struct Generated {
     pub context_full: bool,
     /// The sampling seed (absent when greedy), so a run can be repeated.
     pub seed: Option<u64>,
+    /// The caller's handler answered [`Flow::Stop`] (the browser's `abort()`): `tokens` are
+    /// those that came before it.
+    pub stopped: bool,
+}
+
+/// What the caller's handler answers to each event: go on, or stop after this event (before
+/// the next forward step), keeping what came so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Go,
+    Stop,
 }
 
 /// What a run reports as it goes.
@@ -97,7 +108,7 @@ pub async fn generate(
     tokenizer: &Tokenizer,
     request: &Request,
     now: &dyn Fn() -> f64,
-    on_event: &mut dyn FnMut(Event) -> Result<()>,
+    on_event: &mut dyn FnMut(Event) -> Result<Flow>,
 ) -> Result<Generated> {
     let ids = prompt_ids(tokenizer, &request.prompt, request.chat)?;
     if ids.is_empty() {
@@ -109,24 +120,29 @@ pub async fn generate(
     // The last token is picked, never run: n tokens need n - 1 positions after the prompt.
     let room = (forward.context() + 1).saturating_sub(ids.len());
     let budget = request.tokens.min(room);
-    on_event(Event::Prompt { tokens: ids.len(), budget })?;
+    let mut stopped = on_event(Event::Prompt { tokens: ids.len(), budget })? == Flow::Stop;
     let mut sampler = Sampler::new(request.sampling);
     let started = now();
-    let mut logits = forward.run(&ids).await?;
+    // Stopped before the prompt ran: nothing runs.
+    let mut logits = match stopped {
+        true => Vec::new(),
+        false => forward.run(&ids).await?,
+    };
     let prompt_s = now() - started;
     let mut stream = StreamDecoder::default();
     let (mut tokens, mut text) = (Vec::new(), String::new());
     let started = now();
-    while tokens.len() < budget {
+    while !stopped && tokens.len() < budget {
         let next = sampler.pick(&logits);
         if stops.contains(&next) {
             break;
         }
         tokens.push(next);
         let piece = stream.push(tokenizer, next)?;
-        on_event(Event::Token { id: next, text: &piece, count: tokens.len(), seconds: now() - started })?;
+        stopped = on_event(Event::Token { id: next, text: &piece, count: tokens.len(), seconds: now() - started })?
+            == Flow::Stop;
         text.push_str(&piece);
-        if tokens.len() == budget {
+        if stopped || tokens.len() == budget {
             break;
         }
         logits = forward.run(&[next]).await?;
@@ -137,7 +153,7 @@ pub async fn generate(
         prompt_tokens: ids.len(),
         prompt_tokens_per_s: ids.len() as f64 / prompt_s.max(1e-9),
         generation_tokens_per_s: tokens.len().saturating_sub(1) as f64 / generation_s.max(1e-9),
-        context_full: budget < request.tokens && tokens.len() == budget,
+        context_full: !stopped && budget < request.tokens && tokens.len() == budget,
         seed: match request.sampling {
             Sampling::Random { seed, .. } => Some(seed),
             Sampling::Greedy => None,
@@ -146,6 +162,7 @@ pub async fn generate(
         text,
         prompt_s,
         generation_s,
+        stopped,
     })
 }
 
@@ -207,7 +224,7 @@ mod tests {
             clock.get()
         };
         let request = Request { prompt: prompt.into(), tokens, sampling: Sampling::Greedy, chat: false };
-        crate::native::block_on(generate(forward, tokenizer, &request, &now, &mut |_| Ok(())))
+        crate::native::block_on(generate(forward, tokenizer, &request, &now, &mut |_| Ok(Flow::Go)))
     }
 
     #[test]
@@ -220,6 +237,31 @@ mod tests {
         // Asked for fewer than fit: not full.
         let mut f = Scripted { context: 5, position: 0, next: vec![3, 4, 5, 3], runs: 0 };
         assert!(!run(&mut f, &tokenizer(true), "ab", 2).unwrap().context_full);
+    }
+
+    #[test]
+    fn a_handler_that_stops_keeps_the_tokens_so_far_and_runs_no_further_step() {
+        let tok = tokenizer(true);
+        let request = Request { prompt: "a".into(), tokens: 10, sampling: Sampling::Greedy, chat: false };
+        let now = || 0.0;
+        // Stop at the second token: two tokens, the prompt's run and one step.
+        let mut f = Scripted { context: 64, position: 0, next: vec![3, 4, 5, 3], runs: 0 };
+        let mut seen = 0;
+        let mut stop_at_two = |e: Event| {
+            if let Event::Token { .. } = e {
+                seen += 1;
+            }
+            Ok(if seen == 2 { Flow::Stop } else { Flow::Go })
+        };
+        let g = crate::native::block_on(generate(&mut f, &tok, &request, &now, &mut stop_at_two)).unwrap();
+        assert_eq!((g.tokens, g.text.as_str(), g.stopped, g.context_full, f.runs), (vec![3, 4], "ab", true, false, 2));
+        // Stopped at the prompt's event: nothing runs.
+        let mut f = Scripted { context: 64, position: 0, next: vec![3], runs: 0 };
+        let g = crate::native::block_on(generate(&mut f, &tok, &request, &now, &mut |_| Ok(Flow::Stop))).unwrap();
+        assert_eq!((g.tokens.len(), g.stopped, f.runs), (0, true, 0));
+        // Never stopped: not marked.
+        let mut f = Scripted { context: 64, position: 0, next: vec![3, 2], runs: 0 };
+        assert!(!run(&mut f, &tok, "a", 10).unwrap().stopped);
     }
 
     #[test]

@@ -21,8 +21,8 @@ pub mod weights;
 
 pub use arch::Architecture;
 pub use config::{Gemma3Config, ModelConfig};
-pub use forward::{ForwardOptions, GpuForward, Keep};
-pub use generate::{generate, Event, Forward, Generated, Request};
+pub use forward::{ForwardOptions, GpuForward, Keep, LoadStep};
+pub use generate::{generate, Event, Flow, Forward, Generated, Request};
 pub use reference::{Reference, Session};
 pub use sample::{Sampler, Sampling};
 pub use tokenizer::{StreamDecoder, Tokenizer};

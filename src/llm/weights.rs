@@ -69,8 +69,19 @@ pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
 
 /// Refuses a model any of whose tensors the forward reads holds a non-finite weight or scale.
 pub fn check_model(file: &GgufFile, config: &ModelConfig) -> Result<()> {
-    for (name, _) in config.tensors() {
-        check_finite(&name, &file.tensor(&name)?)?;
+    check_model_reporting(file, config, &mut |_, _| ())
+}
+
+/// [`check_model`], calling `report(done, of)` after each tensor.
+pub fn check_model_reporting(
+    file: &GgufFile,
+    config: &ModelConfig,
+    report: &mut dyn FnMut(usize, usize),
+) -> Result<()> {
+    let names = config.tensors();
+    for (i, (name, _)) in names.iter().enumerate() {
+        check_finite(name, &file.tensor(name)?)?;
+        report(i + 1, names.len());
     }
     Ok(())
 }

@@ -9,18 +9,23 @@ use super::{from_js, now_seconds, reject, to_js, NinferGpu};
 use crate::error::Error;
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{Gpu, GpuOptions, Profile};
-use crate::llm::{self, Event, ForwardOptions, GpuForward, ModelConfig, Request, Sampling, Tokenizer};
+use crate::llm::{self, Event, Flow, ForwardOptions, GpuForward, LoadStep, ModelConfig, Request, Sampling, Tokenizer};
 use js_sys::{Function, Promise};
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
-/** NinferLlm.load's options. */
-export interface LlmLoadOptions { profile?: "a32" | "a8"; context?: number; }
+/** NinferLlm.load's options. `onProgress` is called after each tensor is checked (`validate`:
+ *  types, shapes, every weight finite) and each upload is bound (`upload`: the token table,
+ *  each block, the head), `done` of `of`. */
+export interface LlmLoadOptions {
+  profile?: "a32" | "a8"; context?: number;
+  onProgress?: (phase: "validate" | "upload", done: number, of: number) => void;
+}
 /** NinferLlm.generate's options: greedy unless a temperature is given. */
 export interface LlmGenerateOptions {
   maxTokens?: number; temperature?: number; topK?: number; topP?: number; seed?: number; chat?: boolean;
@@ -38,6 +43,8 @@ export interface LlmGenerated {
   tokens: number[]; text: string; prompt_tokens: number; prompt_s: number; generation_s: number;
   prompt_tokens_per_s: number; generation_tokens_per_s: number; context_full: boolean;
   seed: number | null;
+  /** `abort()` ended it: `tokens` are those that came before. */
+  stopped: boolean;
 }
 "#;
 
@@ -87,6 +94,8 @@ pub struct NinferLlm {
     /// Taken out while a generation runs (no borrow is held across its awaits), so a second
     /// call meanwhile is refused instead of panicking.
     state: Rc<RefCell<Option<State>>>,
+    /// Set by `abort()`, cleared as a generation starts; read at each token.
+    abort: Rc<Cell<bool>>,
 }
 
 fn options_of<T: for<'de> Deserialize<'de> + Default>(value: &JsValue, what: &str) -> Result<T, JsValue> {
@@ -96,7 +105,28 @@ fn options_of<T: for<'de> Deserialize<'de> + Default>(value: &JsValue, what: &st
     }
 }
 
-async fn load_on(gpu: Rc<Gpu>, bytes: Vec<u8>, options: LoadOptions) -> Result<NinferLlm, JsValue> {
+/// `load`'s options, and its `onProgress` (a function: not part of the JSON the rest is read from).
+fn load_options(value: &JsValue) -> Result<(LoadOptions, Option<Function>), JsValue> {
+    let options = options_of(value, "load options")?;
+    let on_progress = match value.is_object() {
+        true => js_sys::Reflect::get(value, &"onProgress".into())?,
+        false => JsValue::UNDEFINED,
+    };
+    match on_progress.is_undefined() {
+        true => Ok((options, None)),
+        false => match on_progress.dyn_into::<Function>() {
+            Ok(f) => Ok((options, Some(f))),
+            Err(_) => Err(reject(Error::Unsupported("load options: onProgress is not a function".into()))),
+        },
+    }
+}
+
+async fn load_on(
+    gpu: Rc<Gpu>,
+    bytes: Vec<u8>,
+    options: LoadOptions,
+    on_progress: Option<Function>,
+) -> Result<NinferLlm, JsValue> {
     let started = now_seconds();
     let profile = match options.profile.as_deref() {
         None => Profile::A32,
@@ -108,7 +138,20 @@ async fn load_on(gpu: Rc<Gpu>, bytes: Vec<u8>, options: LoadOptions) -> Result<N
     let tokenizer = Tokenizer::from_gguf(&file).map_err(reject)?;
     let adapter = gpu.platform().summary();
     let forward_options = ForwardOptions { profile, context: options.context.unwrap_or(0), ..Default::default() };
-    let forward = GpuForward::load_shared(gpu, &file, &config, &forward_options).await.map_err(reject)?;
+    // A throwing onProgress is the page's bug; the load goes on (its error is on the console).
+    let mut on_step = |step: LoadStep| {
+        let (phase, done, of) = match step {
+            LoadStep::Validated { done, of } => ("validate", done, of),
+            LoadStep::Uploaded { done, of } => ("upload", done, of),
+        };
+        if let Some(f) = &on_progress {
+            if let Err(e) = f.call3(&JsValue::NULL, &phase.into(), &(done as f64).into(), &(of as f64).into()) {
+                super::console_error(&format!("onProgress threw: {e:?}"));
+            }
+        }
+    };
+    let forward =
+        GpuForward::load_shared_reporting(gpu, &file, &config, &forward_options, &mut on_step).await.map_err(reject)?;
     // The file's bytes go here: the weights are on the device, the vocabulary in the tokenizer.
     drop(file);
     let loaded = Loaded {
@@ -120,7 +163,8 @@ async fn load_on(gpu: Rc<Gpu>, bytes: Vec<u8>, options: LoadOptions) -> Result<N
         load_s: now_seconds() - started,
         device_bytes: forward.device_bytes(),
     };
-    Ok(NinferLlm { loaded, state: Rc::new(RefCell::new(Some(State { forward, tokenizer }))) })
+    let state = Rc::new(RefCell::new(Some(State { forward, tokenizer })));
+    Ok(NinferLlm { loaded, state, abort: Rc::new(Cell::new(false)) })
 }
 
 #[wasm_bindgen]
@@ -131,9 +175,9 @@ impl NinferLlm {
     #[wasm_bindgen(unchecked_return_type = "Promise<NinferLlm>")]
     pub fn load(bytes: Vec<u8>, #[wasm_bindgen(unchecked_param_type = "LlmLoadOptions")] options: JsValue) -> Promise {
         future_to_promise(async move {
-            let options: LoadOptions = options_of(&options, "load options")?;
+            let (options, on_progress) = load_options(&options)?;
             let gpu = Gpu::open(&GpuOptions::default()).await.map_err(reject)?;
-            Ok(load_on(Rc::new(gpu), bytes, options).await?.into())
+            Ok(load_on(Rc::new(gpu), bytes, options, on_progress).await?.into())
         })
     }
 
@@ -156,32 +200,68 @@ impl NinferLlm {
         #[wasm_bindgen(unchecked_param_type = "LlmGenerateOptions")] options: JsValue,
         #[wasm_bindgen(unchecked_param_type = "LlmOnToken")] on_token: Option<Function>,
     ) -> Promise {
-        let state = self.state.clone();
+        // Checked and taken before the promise's future starts, so an `abort()` right after this
+        // call belongs to this generation and is not cleared by it.
+        let request = match request_of(prompt, &options) {
+            Ok(request) => request,
+            Err(e) => return Promise::reject(&e),
+        };
+        let Some(mut taken) = self.state.borrow_mut().take() else {
+            return Promise::reject(&busy());
+        };
+        self.abort.set(false);
+        let (state, abort) = (self.state.clone(), self.abort.clone());
         future_to_promise(async move {
-            let o: GenerateOptions = options_of(&options, "generate options")?;
-            let seed = match o.seed {
-                None => crate::testgen::Rng::seed_from_time() >> 11,
-                // Exactly representable, so the seed the result reports repeats the run.
-                Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 9007199254740992.0 => s as u64,
-                Some(s) => return Err(reject(Error::Model(format!("seed {s} is not an integer in 0..2^53")))),
-            };
-            let sampling = Sampling::checked(o.temperature, o.top_k.unwrap_or(40), o.top_p.unwrap_or(0.95), seed)
-                .map_err(reject)?;
-            let request =
-                Request { prompt, tokens: o.max_tokens.unwrap_or(64), sampling, chat: o.chat.unwrap_or(false) };
-            let mut taken = state.borrow_mut().take().ok_or_else(busy)?;
-            let done = run(&mut taken, &request, on_token.as_ref()).await;
+            let done = run(&mut taken, &request, on_token.as_ref(), &abort).await;
             *state.borrow_mut() = Some(taken);
             to_js(&done.map_err(reject)?)
         })
     }
+
+    /// Ends the running generation after the token being made (before the next forward step):
+    /// its promise resolves with the tokens so far and `stopped: true`. Nothing happens when
+    /// none runs.
+    pub fn abort(&self) {
+        self.abort.set(true);
+    }
 }
 
-/// One generation from an empty cache, `on_token` called per token.
-async fn run(state: &mut State, request: &Request, on_token: Option<&Function>) -> crate::Result<llm::Generated> {
+/// The request `generate`'s prompt and options make.
+fn request_of(prompt: String, options: &JsValue) -> Result<Request, JsValue> {
+    let o: GenerateOptions = options_of(options, "generate options")?;
+    let seed = match o.seed {
+        None => crate::testgen::Rng::seed_from_time() >> 11,
+        // Exactly representable, so the seed the result reports repeats the run.
+        Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 9007199254740992.0 => s as u64,
+        Some(s) => return Err(reject(Error::Model(format!("seed {s} is not an integer in 0..2^53")))),
+    };
+    let sampling =
+        Sampling::checked(o.temperature, o.top_k.unwrap_or(40), o.top_p.unwrap_or(0.95), seed).map_err(reject)?;
+    Ok(Request { prompt, tokens: o.max_tokens.unwrap_or(64), sampling, chat: o.chat.unwrap_or(false) })
+}
+
+/// One generation from an empty cache, `on_token` called per token, stopped where `abort` is set.
+async fn run(
+    state: &mut State,
+    request: &Request,
+    on_token: Option<&Function>,
+    abort: &Cell<bool>,
+) -> crate::Result<llm::Generated> {
     let State { forward, tokenizer } = state;
     forward.reset();
-    let mut on_event = |event: Event| match (event, on_token) {
+    let mut on_event = |event: Event| {
+        let call = call_on_token(event, on_token);
+        // Read after onToken: an abort() it makes stops at once.
+        call.map(|()| match abort.get() {
+            true => Flow::Stop,
+            false => Flow::Go,
+        })
+    };
+    llm::generate(forward, tokenizer, request, &now_seconds, &mut on_event).await
+}
+
+fn call_on_token(event: Event, on_token: Option<&Function>) -> crate::Result<()> {
+    match (event, on_token) {
         (Event::Token { id, text, count, seconds }, Some(f)) => f
             .call4(&JsValue::NULL, &text.into(), &id.into(), &(count as f64).into(), &seconds.into())
             .map(|_| ())
@@ -193,8 +273,7 @@ async fn run(state: &mut State, request: &Request, on_token: Option<&Function>) 
                 Error::Io(format!("onToken threw: {message}"))
             }),
         _ => Ok(()),
-    };
-    llm::generate(forward, tokenizer, request, &now_seconds, &mut on_event).await
+    }
 }
 
 fn busy() -> JsValue {
@@ -212,8 +291,8 @@ impl NinferGpu {
     ) -> Promise {
         let gpu = self.gpu.clone();
         future_to_promise(async move {
-            let options: LoadOptions = options_of(&options, "load options")?;
-            Ok(load_on(gpu, bytes, options).await?.into())
+            let (options, on_progress) = load_options(&options)?;
+            Ok(load_on(gpu, bytes, options, on_progress).await?.into())
         })
     }
 }

@@ -7,7 +7,8 @@ use ninfer_wgpu::gpu::{Gpu, GpuOptions, Profile};
 use ninfer_wgpu::llm::forward::check_run;
 use ninfer_wgpu::llm::judge::{self, Agreement};
 use ninfer_wgpu::llm::{
-    Event, Forward, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Request, Sampling, Session, Tokenizer,
+    Event, Flow, Forward, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Request, Sampling, Session,
+    Tokenizer,
 };
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::Error;
@@ -374,7 +375,7 @@ pub fn generate(model: &Path, on: &On, g: &Generation) -> Result<bool, Error> {
             }
             Event::Token { count, seconds, .. } => status.show(&throughput(count, seconds)),
         }
-        Ok(())
+        Ok(Flow::Go)
     };
     let mut forward = Generating { engine: &mut engine, context };
     let result = block_on(ninfer_wgpu::llm::generate(&mut forward, &tokenizer, &request, &now, &mut on_event));
