@@ -2,9 +2,10 @@
 # The browser test: builds the wasm package, serves web/ on localhost, and drives Debian's
 # chromium headless (WebGPU on SwiftShader) through web/drive.mjs: no adapter is a failure; bad
 # files must be refused with the CLI's own messages; a GGUF must verify in the page; then the
-# whole conformance suite runs. Prints `N passed, M failed, D platform deviations`. With
-# NINFER_GEMMA (gemma-3-270m's GGUF), the generation page must then produce the native CLI's
-# greedy tokens (web/generate-check.mjs).
+# whole conformance suite runs. Prints `N passed, M failed, D platform deviations`. Then the npm
+# package is packed, installed into a scratch app and driven (web/package-check.sh), and the
+# generation page must produce the native CLI's greedy tokens with a tiny model of every
+# architecture and a real one (web/generate-check.mjs).
 #   web/conformance.sh [--json OUT] [--formats a,b]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -60,6 +61,10 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 node drive.mjs "http://127.0.0.1:$port" --fixtures /fixtures-run --expect-errors "$expect" "${drive_args[@]}"
+
+# The npm package as a user installs it (web/package-check.sh): packed, installed offline into a
+# scratch app, a product, a generation in its worker, the cache, abort and the failures.
+./package-check.sh "$cli"
 
 # Text generation in the page (web/generate.html), served from the page's origin: its greedy
 # tokens must equal the native CLI's on SwiftShader, the browser's adapter here. First a tiny

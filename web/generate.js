@@ -1,9 +1,10 @@
 // The generation page: loads a model's GGUF (llama, qwen2, qwen3, gemma 1-3; dropped, chosen,
-// or fetched from this origin) with NinferLlm.load, then streams generate()'s tokens into the
-// page with the tokens per second.
+// or fetched from this origin, then kept in the browser's cache) in the package's Web Worker
+// (loadLlmInWorker), then streams generate()'s tokens into the page with the tokens per second;
+// Stop aborts a generation.
 // `window.ninferGenerate` is the hook the headless test (web/generate-check.mjs) reads;
 // `?model=URL&prompt=TEXT&n=N` loads and generates greedily at once.
-import init, { NinferLlm } from './pkg/ninfer_wgpu.js';
+import { loadLlmInWorker } from './pkg/index.js';
 import { dropZone } from './drop.js';
 
 const $ = (id) => document.getElementById(id);
@@ -20,40 +21,37 @@ function showError(e) {
 
 const seconds = (ms) => (ms / 1000).toFixed(2);
 
-// Loads `bytes`; `fetchMs` is what reading them took (the file's fetch or read).
-async function load(name, bytes, fetchMs) {
+const FROM = { network: 'fetched', cache: 'read from the browser\'s cache', file: 'read', stream: 'read', memory: 'read' };
+
+// Loads `source` (a URL or a File) in the worker, showing its progress.
+async function load(name, source) {
   $('error').hidden = true;
   $('go').disabled = true;
   if (llm) {
-    llm.free();
+    await llm.free();
     llm = null;
   }
-  $('model-line').textContent = `Uploading ${name} (${(bytes.length / 1e6).toFixed(1)} MB)…`;
+  const onProgress = (p) => {
+    $('model-line').textContent =
+      p.phase === 'read' ? `Reading ${name}: ${(p.bytes / 1e6).toFixed(1)}${p.total ? ` of ${(p.total / 1e6).toFixed(1)}` : ''} MB…`
+      : p.phase === 'validate' ? `Checking ${name}: tensor ${p.done} of ${p.of}…`
+      : `Uploading ${name} to the GPU: ${p.done} of ${p.of}…`;
+  };
   const started = performance.now();
-  llm = await NinferLlm.load(bytes, { profile: $('profile').value });
-  const uploadMs = performance.now() - started;
-  const info = llm.info();
+  llm = await loadLlmInWorker(source, { profile: $('profile').value, onProgress });
+  const totalMs = performance.now() - started;
+  const info = llm.info;
   hook.loaded = info;
-  hook.timings = { fetch_ms: Math.round(fetchMs), load_ms: Math.round(uploadMs), total_ms: Math.round(fetchMs + uploadMs) };
+  hook.timings = { fetch_ms: Math.round(info.read_s * 1000), load_ms: Math.round(info.load_s * 1000), total_ms: Math.round(totalMs) };
   $('model-line').textContent =
     `${name}: ${info.blocks} blocks, ${info.vocab} tokens, context ${info.context}, ${info.profile} on ${info.adapter}; ` +
-    `read in ${seconds(fetchMs)} s, on the GPU in ${seconds(uploadMs)} s (${(info.device_bytes / 1e6).toFixed(0)} MB of device memory)`;
+    `${FROM[info.from]} in ${info.read_s.toFixed(2)} s, on the GPU in ${info.load_s.toFixed(2)} s ` +
+    `(${(info.device_bytes / 1e6).toFixed(0)} MB of device memory)`;
   $('go').disabled = false;
 }
 
-async function loadUrl(url) {
-  const started = performance.now();
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  await load(url, bytes, performance.now() - started);
-}
-
-async function loadFile(file) {
-  const started = performance.now();
-  const bytes = new Uint8Array(await file.arrayBuffer());
-  await load(file.name, bytes, performance.now() - started);
-}
+const loadUrl = (url) => load(url, url);
+const loadFile = (file) => load(file.name, file);
 
 function options() {
   const number = (id) => ($(id).value.trim() === '' ? undefined : Number($(id).value));
@@ -66,6 +64,7 @@ function options() {
 async function generate() {
   $('error').hidden = true;
   $('go').disabled = true;
+  $('stop').disabled = false;
   const out = $('output');
   out.textContent = '';
   const prompt = document.createElement('span');
@@ -90,18 +89,20 @@ async function generate() {
     $('rate').textContent =
       `prompt: ${result.prompt_tokens} tokens at ${result.prompt_tokens_per_s.toFixed(1)} tokens/s · ` +
       `generated: ${result.tokens.length} tokens at ${result.generation_tokens_per_s.toFixed(1)} tokens/s` +
-      (result.context_full ? ' (the context is full)' : '') + (result.seed !== null ? ` · seed ${result.seed}` : '');
+      (result.context_full ? ' (the context is full)' : '') + (result.stopped ? ' (stopped)' : '') +
+      (result.seed !== null ? ` · seed ${result.seed}` : '');
   } finally {
     $('go').disabled = false;
+    $('stop').disabled = true;
   }
 }
 
 async function main() {
-  await init();
   dropZone($('drop'), (files) => loadFile(files[0]).catch(showError));
   $('pick').addEventListener('change', (e) => e.target.files.length && loadFile(e.target.files[0]).catch(showError));
   $('fetch').addEventListener('click', () => loadUrl($('url').value).catch(showError));
   $('go').addEventListener('click', () => generate().catch(showError));
+  $('stop').addEventListener('click', () => llm && llm.abort());
 
   const q = new URLSearchParams(location.search);
   if (q.get('model')) {

@@ -1,0 +1,116 @@
+// Drives the scratch app (web/package-test/, with the packed tarball installed in its
+// node_modules) in headless Chromium: a product against the CLI's CPU oracle, a greedy
+// generation in the worker equal to the CLI's, the cache, abort, and the failures a page must
+// get as messages. Usage (web/package-check.sh writes CONFIG):
+//   node package-check.mjs APP-URL CONFIG.json
+// CONFIG: { product: { url, tensor, x, w, y, n, k }, model: { url, prompt, n, native },
+//           junk, missing }  (x, w, y, native: files on this machine)
+import { launch, failures } from './headless.mjs';
+import { readFileSync } from 'node:fs';
+
+const [appUrl, configFile] = process.argv.slice(2);
+const config = JSON.parse(readFileSync(configFile, 'utf8'));
+const f32 = (path) => {
+  const b = readFileSync(path); // a view into node's pooled buffer: copy out its own bytes
+  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+};
+const { fail, failed } = failures();
+const check = (ok, what) => (ok ? console.log(`ok: ${what}`) : fail(what));
+
+// The A32 criterion (../spec criteria): |y - y_ref| <= (K + 2) 2^-24 Σ_k |W[n,k] x[k]| per
+// output, all finite, relative L2 over the output at most 1e-5.
+function judgeA32(y, { w, x, y: ref, n, k }) {
+  const W = f32(w), X = f32(x), R = f32(ref);
+  if (y.length !== n) return `${y.length} outputs, ${n} expected`;
+  let err2 = 0, ref2 = 0;
+  for (let i = 0; i < n; i++) {
+    let bound = 0;
+    for (let j = 0; j < k; j++) bound += Math.abs(W[i * k + j] * X[j]);
+    bound *= (k + 2) * 2 ** -24;
+    const d = Math.abs(y[i] - R[i]);
+    if (!Number.isFinite(y[i]) || !(d <= bound)) return `output ${i}: ${y[i]} vs ${R[i]} (bound ${bound})`;
+    err2 += d * d;
+    ref2 += R[i] * R[i];
+  }
+  const rel = Math.sqrt(err2 / ref2);
+  return rel <= 1e-5 ? null : `relative L2 ${rel}`;
+}
+
+// Each call into the page, bounded: a promise that never settles is a failure named by its step.
+const within = (what, seconds, promise) =>
+  Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${seconds} s`)), seconds * 1000))]);
+
+const browser = await launch();
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => m.type() === 'error' && console.error(`page: ${m.text()}`));
+  page.on('pageerror', (e) => fail(`uncaught in the page: ${e.message}`));
+  await page.goto(`${appUrl}/index.html`);
+  await page.waitForFunction(() => window.appReady, null, { timeout: 60_000 });
+
+  const p = config.product;
+  const y = await within('product', 120, page.evaluate(([url, tensor, x]) => window.app.product(url, tensor, x), [p.url, p.tensor, Array.from(f32(p.x))]));
+  const verdict = judgeA32(y, p);
+  check(verdict === null, `the package's product of ${p.tensor} (${p.n} × ${p.k}) meets A32 against the CLI's CPU oracle${verdict ? `: ${verdict}` : ''}`);
+
+  const m = config.model;
+  const native = JSON.parse(readFileSync(m.native, 'utf8'));
+  await page.evaluate(() => window.app.clearCachedModels());
+  const first = await within('generate in the worker', 300, page.evaluate(([url, prompt, n]) => window.app.generate(url, prompt, n), [m.url, m.prompt, m.n]));
+  const same = JSON.stringify(first.result.tokens) === JSON.stringify(native.tokens);
+  check(same, `the worker's greedy tokens ${JSON.stringify(first.result.tokens)} equal the CLI's ${JSON.stringify(native.tokens)}`);
+  check(JSON.stringify(first.streamed) === JSON.stringify(first.result.tokens), 'each token came through onToken, in order');
+  const reads = first.progress.filter((x) => x.phase === 'read');
+  const steps = (phase) => first.progress.filter((x) => x.phase === phase);
+  const counted = (list) => list.length > 0 && list.every((x, i) => x.done === i + 1 && x.of === list.length);
+  check(reads.length > 0 && reads.at(-1).bytes === first.info.bytes && counted(steps('validate')) && counted(steps('upload')) &&
+    first.progress.at(-1).phase === 'upload',
+    `load progress: ${reads.length} read reports up to ${first.info.bytes} bytes, ${steps('validate').length} tensors validated, ` +
+    `${steps('upload').length} uploads`);
+  check(first.info.from === 'network' && first.info.cached === 'stored', `first load from the network, stored (${first.info.from}, ${first.info.cached})`);
+  check(/freed/.test(first.afterFree || ''), `generate after free is refused: ${first.afterFree}`);
+
+  const listed = await page.evaluate(() => window.app.cachedModels());
+  check(listed.length === 1 && listed[0].url.endsWith(m.url) && listed[0].bytes === first.info.bytes, `cachedModels: ${JSON.stringify(listed)}`);
+  // A new page (a reload) reads it from the cache, and generates the same.
+  await page.reload();
+  await page.waitForFunction(() => window.appReady, null, { timeout: 60_000 });
+  const second = await within('generate from the cache', 300, page.evaluate(([url, prompt, n]) => window.app.generate(url, prompt, n), [m.url, m.prompt, m.n]));
+  check(second.info.from === 'cache', `after a reload the model comes from the cache (${second.info.from})`);
+  check(JSON.stringify(second.result.tokens) === JSON.stringify(native.tokens), 'and generates the same tokens');
+  console.log(`load: network ${first.info.read_s.toFixed(3)} s read + ${first.info.load_s.toFixed(3)} s upload; ` +
+    `cache ${second.info.read_s.toFixed(3)} s read + ${second.info.load_s.toFixed(3)} s upload (${first.info.bytes} bytes)`);
+  const dropped = await page.evaluate(() => window.app.clearCachedModels());
+  const left = await page.evaluate(() => window.app.cachedModels());
+  check(dropped === 1 && left.length === 0, `clearCachedModels dropped ${dropped}, ${left.length} left`);
+
+  // Abort at the second token. On the page's thread the flag is read right after onToken, so
+  // exactly two tokens; in the worker the abort message arrives while a step runs, so the
+  // generation stops at the token after it at the latest.
+  const at = 2, room = 12;
+  const onPage = await within('abort on the page', 300, page.evaluate(([url, prompt, n, at]) => window.app.abortOnPage(url, prompt, n, at), [m.url, m.prompt, room, at]));
+  check(onPage.stopped && onPage.tokens.length === at, `abort on the page: ${onPage.tokens.length} tokens, stopped ${onPage.stopped}`);
+  const inWorker = await within('abort in the worker', 300, page.evaluate(([url, prompt, n, at]) => window.app.abortInWorker(url, prompt, n, at), [m.url, m.prompt, room, at]));
+  const got = inWorker.result.tokens.length;
+  check(inWorker.result.stopped && got >= at && got <= at + 2, `abort in the worker: ${got} tokens of ${room}, stopped ${inWorker.result.stopped}`);
+  check(!inWorker.again.stopped && inWorker.again.tokens.length > got, `a generation after the abort runs whole (${inWorker.again.tokens.length} tokens)`);
+
+  const errors = await within('the failures', 300, page.evaluate((urls) => window.app.failures(urls), { model: m.url, junk: config.junk, missing: config.missing }));
+  const expect = {
+    corrupt: /GGUF|magic|not a/i,
+    missing: /HTTP 404/,
+    truncatedFile: /lies inside the file|truncat/i,
+    truncatedStream: /stream ended after \d+ of its \d+ bytes/,
+    noWorker: /worker failed/,
+    badOptions: /unknown profile `a16`/,
+    noWebGpu: /no WebGPU adapter/,
+  };
+  for (const [what, pattern] of Object.entries(expect)) {
+    check(typeof errors[what] === 'string' && pattern.test(errors[what]), `${what} is refused: ${errors[what]}`);
+  }
+} catch (e) {
+  fail(e.stack || e.message);
+} finally {
+  await browser.close();
+}
+process.exit(failed() ? 1 : 0);

@@ -1,0 +1,84 @@
+// A scratch app that uses the packed npm package as a user's app would (installed from its
+// tarball, imported by its bare name). web/package-check.mjs calls these from headless Chromium.
+import init, { NinferGpu, NinferModel, NinferLlm, loadLlmInWorker, cachedModels, clearCachedModels } from 'ninfer-wgpu';
+
+const bytesOf = async (url) => {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+};
+// A failure's message, or null where the call resolved (the checks assert which).
+const messageOf = async (promise) => {
+  try {
+    // A promise that never settles is a failure too (the check sees this message).
+    await Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error('no answer in 60 s')), 60_000))]);
+    return null;
+  } catch (e) {
+    return (e && e.message) || String(e);
+  }
+};
+
+window.app = {
+  // One product on the page's thread: y = W x for one column.
+  async product(url, tensor, x) {
+    const gpu = await NinferGpu.open();
+    const model = NinferModel.load(url.split('/').pop(), await bytesOf(url));
+    return Array.from(await gpu.matvec(model, tensor, new Float32Array(x), 1));
+  },
+
+  // Loads `url` in a worker and generates greedily, keeping what came as it came.
+  async generate(url, prompt, n, options = {}) {
+    const progress = [];
+    const llm = await loadLlmInWorker(url, { ...options, onProgress: (p) => progress.push(p) });
+    const streamed = [];
+    const result = await llm.generate(prompt, { maxTokens: n }, (text, id) => streamed.push(id));
+    const info = llm.info;
+    await llm.free();
+    const afterFree = await messageOf(llm.generate(prompt, { maxTokens: 1 }));
+    return { info, result, streamed, progress, afterFree };
+  },
+
+  // Aborts at the `at`-th token: in the worker, and on the page's thread (NinferLlm itself).
+  async abortInWorker(url, prompt, n, at) {
+    const llm = await loadLlmInWorker(url, { cache: false });
+    const result = await llm.generate(prompt, { maxTokens: n }, (text, id, count) => count === at && llm.abort());
+    // The model stays usable: a whole generation after the aborted one.
+    const again = await llm.generate(prompt, { maxTokens: n });
+    await llm.free();
+    return { result, again };
+  },
+  async abortOnPage(url, prompt, n, at) {
+    const llm = await NinferLlm.load(await bytesOf(url), {});
+    const result = await llm.generate(prompt, { maxTokens: n }, (text, id, count) => count === at && llm.abort());
+    llm.free();
+    return result;
+  },
+
+  cachedModels,
+  clearCachedModels,
+
+  // Each failure the page must get as a message (null: it resolved, a failed check).
+  async failures(urls) {
+    const truncated = await bytesOf(urls.model);
+    const cut = truncated.slice(0, truncated.length >> 1);
+    const shortStream = new ReadableStream({
+      start(c) {
+        c.enqueue(cut);
+        c.close();
+      },
+    });
+    return {
+      corrupt: await messageOf(loadLlmInWorker(urls.junk, { cache: false })),
+      missing: await messageOf(loadLlmInWorker(urls.missing, { cache: false })),
+      truncatedFile: await messageOf(loadLlmInWorker(new Blob([cut]))),
+      truncatedStream: await messageOf(loadLlmInWorker(shortStream, { size: truncated.length })),
+      noWorker: await messageOf(loadLlmInWorker(urls.model, { workerUrl: urls.missing })),
+      badOptions: await messageOf(loadLlmInWorker(urls.model, { cache: false, profile: 'a16' })),
+      noWebGpu: await messageOf(loadLlmInWorker(urls.model, { cache: false, workerUrl: './no-webgpu-worker.js' })),
+    };
+  },
+};
+
+await init();
+document.getElementById('status').textContent = 'ready';
+window.appReady = true;
