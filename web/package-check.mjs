@@ -104,6 +104,7 @@ try {
     noWorker: /worker failed/,
     badOptions: /unknown profile `a16`/,
     noWebGpu: /no WebGPU adapter/,
+    tooSmall: /logits is over this adapter's 1024-byte storage binding/,
   };
   for (const [what, pattern] of Object.entries(expect)) {
     check(typeof errors[what] === 'string' && pattern.test(errors[what]), `${what} is refused: ${errors[what]}`);

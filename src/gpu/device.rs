@@ -235,6 +235,13 @@ impl Gpu {
         device.set_device_lost_callback(move |_, _| flag.store(true, Ordering::SeqCst));
         let none = wgpu::WgslLanguageFeatures::empty();
         let mut platform = Platform::from_adapter(&adapter.get_info(), device.features(), &device.limits(), none);
+        // The planner keeps to the caps even where the device got more: WebGPU raises a required
+        // limit below its default to the default, so a browser's device never reports the cap.
+        platform.limits.max_storage_buffer_binding_size =
+            platform.limits.max_storage_buffer_binding_size.min(caps.binding);
+        platform.limits.max_buffer_size = platform.limits.max_buffer_size.min(caps.buffer);
+        platform.limits.max_compute_workgroups_per_dimension =
+            platform.limits.max_compute_workgroups_per_dimension.min(caps.workgroups);
         platform.features = entry.platform.features.clone();
         // WGSL language features belong to the instance, found at enumeration.
         platform.has_packed_dot = entry.platform.has_packed_dot;

@@ -24,6 +24,8 @@ const TYPES: &'static str = r#"
  *  each block, the head), `done` of `of`. */
 export interface LlmLoadOptions {
   profile?: "a32" | "a8"; context?: number;
+  /** `NinferLlm.load` only: the adapter's limits lowered (bytes), to try a smaller device. */
+  maxBufferSize?: number; maxBinding?: number;
   onProgress?: (phase: "validate" | "upload", done: number, of: number) => void;
 }
 /** NinferLlm.generate's options: greedy unless a temperature is given. */
@@ -56,6 +58,12 @@ struct LoadOptions {
     profile: Option<String>,
     /// Positions the KV cache holds (default: the model's context, at most 4096).
     context: Option<usize>,
+    /// The adapter's limits lowered, in bytes (`load` only: it opens its own device), to see
+    /// whether a model fits a smaller device.
+    #[serde(rename = "maxBufferSize")]
+    max_buffer_size: Option<f64>,
+    #[serde(rename = "maxBinding")]
+    max_binding: Option<f64>,
 }
 
 /// What `generate` may be told (every field optional; greedy unless a temperature is given).
@@ -176,7 +184,12 @@ impl NinferLlm {
     pub fn load(bytes: Vec<u8>, #[wasm_bindgen(unchecked_param_type = "LlmLoadOptions")] options: JsValue) -> Promise {
         future_to_promise(async move {
             let (options, on_progress) = load_options(&options)?;
-            let gpu = Gpu::open(&GpuOptions::default()).await.map_err(reject)?;
+            let limits = GpuOptions {
+                max_buffer_size: options.max_buffer_size.map(|b| b as u64),
+                max_binding: options.max_binding.map(|b| b as u64),
+                ..Default::default()
+            };
+            let gpu = Gpu::open(&limits).await.map_err(reject)?;
             Ok(load_on(Rc::new(gpu), bytes, options, on_progress).await?.into())
         })
     }
@@ -292,6 +305,11 @@ impl NinferGpu {
         let gpu = self.gpu.clone();
         future_to_promise(async move {
             let (options, on_progress) = load_options(&options)?;
+            if options.max_buffer_size.is_some() || options.max_binding.is_some() {
+                return Err(reject(Error::Unsupported(
+                    "loadLlm runs on this NinferGpu's device: lower its limits in NinferGpu.open".into(),
+                )));
+            }
             Ok(load_on(gpu, bytes, options, on_progress).await?.into())
         })
     }

@@ -74,6 +74,8 @@ window.app = {
       truncatedStream: await messageOf(loadLlmInWorker(shortStream, { size: truncated.length })),
       noWorker: await messageOf(loadLlmInWorker(urls.model, { workerUrl: urls.missing })),
       badOptions: await messageOf(loadLlmInWorker(urls.model, { cache: false, profile: 'a16' })),
+      // The tiny model's 274 logits (1096 bytes) over a 1024-byte binding.
+      tooSmall: await messageOf(loadLlmInWorker(urls.model, { cache: false, maxBinding: 1024 })),
       noWebGpu: await messageOf(loadLlmInWorker(urls.model, { cache: false, workerUrl: './no-webgpu-worker.js' })),
     };
   },

@@ -93,9 +93,9 @@ async function load(id, source, options) {
   const started = performance.now();
   const { bytes, from, cached } = await bytesOf(source, options, report);
   const read_s = (performance.now() - started) / 1000;
-  const { profile, context } = options;
+  const { profile, context, maxBufferSize, maxBinding } = options;
   const onProgress = (phase, done, of) => post({ id, kind: 'progress', phase, done, of, from });
-  llm = await NinferLlm.load(bytes, { profile, context, onProgress });
+  llm = await NinferLlm.load(bytes, { profile, context, maxBufferSize, maxBinding, onProgress });
   return { ...llm.info(), from, cached: cached ?? null, bytes: bytes.length, read_s };
 }
 
