@@ -79,7 +79,8 @@ try {
   check(second.info.from === 'cache', `after a reload the model comes from the cache (${second.info.from})`);
   check(JSON.stringify(second.result.tokens) === JSON.stringify(native.tokens), 'and generates the same tokens');
   console.log(`load: network ${first.info.read_s.toFixed(3)} s read + ${first.info.load_s.toFixed(3)} s upload; ` +
-    `cache ${second.info.read_s.toFixed(3)} s read + ${second.info.load_s.toFixed(3)} s upload (${first.info.bytes} bytes)`);
+    `cache ${second.info.read_s.toFixed(3)} s read + ${second.info.load_s.toFixed(3)} s upload (${first.info.bytes} bytes); ` +
+    `wasm memory after the load ${first.info.wasm_memory_bytes} bytes`);
   const dropped = await page.evaluate(() => window.app.clearCachedModels());
   const left = await page.evaluate(() => window.app.cachedModels());
   check(dropped === 1 && left.length === 0, `clearCachedModels dropped ${dropped}, ${left.length} left`);

@@ -37,10 +37,12 @@ np.random.default_rng(int(sys.argv[1])).standard_normal(int(sys.argv[2])).astype
 "$cli" matvec "$fixtures/fixture.gguf" "$tensor" --x "$scratch/x.f32" --columns 1 --device cpu -o "$scratch/y.f32"
 "$cli" dequant "$fixtures/fixture.gguf" "$tensor" --device cpu -o "$scratch/w.f32"
 
-# A generation: the tiny llama model (BPE vocabulary), the CLI's greedy tokens on SwiftShader.
-cp ../fuzz/seeds/model/tiny-llama.gguf "$fixtures/"
+# A generation: the tiny llama model (BPE vocabulary; NINFER_PACKAGE_MODEL names another, to
+# measure a real model's loads), the CLI's greedy tokens on SwiftShader.
+model=$(realpath "${NINFER_PACKAGE_MODEL:-../fuzz/seeds/model/tiny-llama.gguf}")
+ln -s "$model" "$fixtures/model.gguf"
 prompt="The capital of France is"
-"$cli" generate "$fixtures/tiny-llama.gguf" --adapter swiftshader --prompt "$prompt" -n 8 --greedy --json > "$scratch/native.json"
+"$cli" generate "$fixtures/model.gguf" --adapter swiftshader --prompt "$prompt" -n 8 --greedy --json > "$scratch/native.json"
 printf 'not a model, only text' > "$fixtures/junk.bin"
 
 python3 - "$scratch/config.json" "$tensor" "$n" "$k" "$scratch" "$prompt" <<'PY'
@@ -49,7 +51,7 @@ out, tensor, n, k, s, prompt = sys.argv[1:]
 json.dump({
     "product": {"url": "/fixtures/fixture.gguf", "tensor": tensor, "n": int(n), "k": int(k),
                 "x": f"{s}/x.f32", "w": f"{s}/w.f32", "y": f"{s}/y.f32"},
-    "model": {"url": "/fixtures/tiny-llama.gguf", "prompt": prompt, "n": 8, "native": f"{s}/native.json"},
+    "model": {"url": "/fixtures/model.gguf", "prompt": prompt, "n": 8, "native": f"{s}/native.json"},
     "junk": "/fixtures/junk.bin", "missing": "/fixtures/no-such-model.gguf",
 }, open(out, "w"))
 PY

@@ -30,6 +30,8 @@ export interface WorkerLlmInfo extends LlmInfo {
   bytes: number;
   /** Seconds spent reading the bytes (`load_s` is the upload's). */
   read_s: number;
+  /** The worker's wasm memory after the load: its peak, since wasm memory never shrinks. */
+  wasm_memory_bytes: number;
 }
 
 /** A model loaded in its own Web Worker. */

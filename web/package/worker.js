@@ -84,7 +84,7 @@ async function bytesOf(source, options, report) {
 }
 
 async function load(id, source, options) {
-  await ready;
+  const wasm = await ready;
   if (llm) {
     llm.free();
     llm = null;
@@ -96,7 +96,9 @@ async function load(id, source, options) {
   const { profile, context, maxBufferSize, maxBinding } = options;
   const onProgress = (phase, done, of) => post({ id, kind: 'progress', phase, done, of, from });
   llm = await NinferLlm.load(bytes, { profile, context, maxBufferSize, maxBinding, onProgress });
-  return { ...llm.info(), from, cached: cached ?? null, bytes: bytes.length, read_s };
+  // The module's memory never shrinks: its size now is the load's peak.
+  const wasm_memory_bytes = wasm.memory.buffer.byteLength;
+  return { ...llm.info(), from, cached: cached ?? null, bytes: bytes.length, read_s, wasm_memory_bytes };
 }
 
 async function generate(id, prompt, options) {
