@@ -16,7 +16,7 @@ const ROOTS: &[&str] =
 /// Paths that are written from inside `shaders/` and must name it.
 const SHADER_DIRS: &[&str] = &["ops/", "codecs/"];
 /// Outputs of a build, not files of the repository.
-const BUILT: &[&str] = &["web/pkg", "fuzz/target", "fuzz/corpus", "fuzz/artifacts"];
+const BUILT: &[&str] = &["web/pkg", "web/dist", "fuzz/target", "fuzz/corpus", "fuzz/artifacts"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -30,7 +30,10 @@ fn sources() -> Vec<PathBuf> {
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
             if p.is_dir() {
-                if !matches!(name.as_str(), "target" | "node_modules" | "pkg" | "corpus" | "artifacts" | "seeds") {
+                if !matches!(
+                    name.as_str(),
+                    "target" | "node_modules" | "pkg" | "dist" | "corpus" | "artifacts" | "seeds"
+                ) {
                     walk(&p, out);
                 }
             } else if [".rs", ".wgsl", ".md", ".sh", ".py", ".js", ".mjs", ".html", ".toml"]

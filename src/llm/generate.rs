@@ -124,6 +124,7 @@ pub async fn generate(
     let mut sampler = Sampler::new(request.sampling);
     let started = now();
     // Stopped before the prompt ran: nothing runs.
+    let prompt_ran = !stopped;
     let mut logits = match stopped {
         true => Vec::new(),
         false => forward.run(&ids).await?,
@@ -149,11 +150,17 @@ pub async fn generate(
     }
     text.push_str(&stream.finish());
     let generation_s = now() - started;
+    // A stop on the budget's last token cut nothing short.
+    let stopped = stopped && tokens.len() < budget;
     Ok(Generated {
         prompt_tokens: ids.len(),
-        prompt_tokens_per_s: ids.len() as f64 / prompt_s.max(1e-9),
+        prompt_tokens_per_s: match prompt_ran {
+            true => ids.len() as f64 / prompt_s.max(1e-9),
+            false => 0.0,
+        },
         generation_tokens_per_s: tokens.len().saturating_sub(1) as f64 / generation_s.max(1e-9),
-        context_full: !stopped && budget < request.tokens && tokens.len() == budget,
+        // Full even where a stop came on the last token that fit: nothing was cut short.
+        context_full: budget < request.tokens && tokens.len() == budget,
         seed: match request.sampling {
             Sampling::Random { seed, .. } => Some(seed),
             Sampling::Greedy => None,
@@ -258,7 +265,19 @@ mod tests {
         // Stopped at the prompt's event: nothing runs.
         let mut f = Scripted { context: 64, position: 0, next: vec![3], runs: 0 };
         let g = crate::native::block_on(generate(&mut f, &tok, &request, &now, &mut |_| Ok(Flow::Stop))).unwrap();
-        assert_eq!((g.tokens.len(), g.stopped, f.runs), (0, true, 0));
+        assert_eq!((g.tokens.len(), g.stopped, f.runs, g.prompt_tokens_per_s), (0, true, 0, 0.0));
+        // A stop on the last token asked for cut nothing short: not marked.
+        let two = Request { tokens: 2, ..request.clone() };
+        let mut f = Scripted { context: 64, position: 0, next: vec![3, 4, 5], runs: 0 };
+        let mut seen = 0;
+        let mut stop_at_two = |e: Event| {
+            if let Event::Token { .. } = e {
+                seen += 1;
+            }
+            Ok(if seen == 2 { Flow::Stop } else { Flow::Go })
+        };
+        let g = crate::native::block_on(generate(&mut f, &tok, &two, &now, &mut stop_at_two)).unwrap();
+        assert_eq!((g.tokens.len(), g.stopped), (2, false));
         // Never stopped: not marked.
         let mut f = Scripted { context: 64, position: 0, next: vec![3, 2], runs: 0 };
         assert!(!run(&mut f, &tok, "a", 10).unwrap().stopped);

@@ -37,7 +37,7 @@ export async function cachedModels() {
   for (const request of await cache.keys()) {
     const response = await cache.match(request);
     const size = response && response.headers.get(SIZE);
-    if (size !== null) out.push({ url: request.url, bytes: Number(size) });
+    if (size != null) out.push({ url: request.url, bytes: Number(size) });
   }
   return out;
 }

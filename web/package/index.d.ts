@@ -12,7 +12,7 @@ export type LoadProgress =
   | { phase: 'read'; bytes: number; total: number | null; from: ModelFrom }
   | { phase: 'validate' | 'upload'; done: number; of: number; from: ModelFrom };
 
-export interface WorkerLoadOptions extends LlmLoadOptions {
+export interface WorkerLoadOptions extends Omit<LlmLoadOptions, 'onProgress'> {
   onProgress?: (progress: LoadProgress) => void;
   /** Read a URL from the browser's Cache Storage and keep it there (default true). */
   cache?: boolean;
@@ -37,11 +37,13 @@ export interface WorkerLlmInfo extends LlmInfo {
 /** A model loaded in its own Web Worker. */
 export interface WorkerLlm {
   readonly info: WorkerLlmInfo;
-  /** As NinferLlm.generate: `onToken` is called as each token arrives from the worker. */
+  /** As NinferLlm.generate: `onToken` is called as each token arrives from the worker (one that
+   *  throws ends the generation, which rejects with its error). */
   generate(prompt: string, options?: LlmGenerateOptions, onToken?: LlmOnToken): Promise<LlmGenerated>;
   /** Ends the running generation after the token being made: it resolves with `stopped: true`. */
   abort(): void;
-  /** Frees the model's device memory and ends the worker. */
+  /** Frees the model's device memory and ends the worker; a generate still running rejects
+   *  with "this model was freed". */
   free(): Promise<void>;
 }
 

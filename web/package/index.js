@@ -14,6 +14,7 @@ class WorkerLlm {
   #pending = new Map();
   #next = 0;
   #failure = null;
+  #freeing = null;
   info = null;
 
   constructor(worker) {
@@ -26,11 +27,18 @@ class WorkerLlm {
           waiting.onProgress?.(data);
           break;
         case 'token':
-          waiting.onToken?.(data.text, data.token, data.count, data.seconds);
+          // As NinferLlm's: an onToken that throws ends the generation, which then fails with it.
+          try {
+            waiting.onToken?.(data.text, data.token, data.count, data.seconds);
+          } catch (e) {
+            waiting.threw ??= new Error(`onToken threw: ${(e && e.message) || e}`);
+            this.abort();
+          }
           break;
         case 'done':
           this.#pending.delete(data.id);
-          waiting.resolve(data.value);
+          if (waiting.threw) waiting.reject(waiting.threw);
+          else waiting.resolve(data.value);
           break;
         case 'error':
           this.#pending.delete(data.id);
@@ -55,7 +63,13 @@ class WorkerLlm {
     const id = this.#next++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, ...handlers });
-      this.#worker.postMessage({ id, ...message }, transfer);
+      try {
+        this.#worker.postMessage({ id, ...message }, transfer);
+      } catch (e) {
+        // An option that cannot be cloned, a stream this browser cannot transfer.
+        this.#pending.delete(id);
+        reject(e);
+      }
     });
   }
 
@@ -63,7 +77,9 @@ class WorkerLlm {
     const { onProgress, workerUrl, ...rest } = options;
     let transfer = [];
     if (typeof source === 'string' || source instanceof URL) source = absolute(source);
+    // Copied, so the caller's bytes stay usable (a transfer would empty them).
     else if (source instanceof Uint8Array) source = source.slice().buffer;
+    else if (source instanceof ArrayBuffer) source = source.slice(0);
     if (source instanceof ArrayBuffer || source instanceof ReadableStream) transfer = [source];
     this.info = await this.#request({ op: 'load', source, options: rest }, { onProgress }, transfer);
     return this;
@@ -80,14 +96,23 @@ class WorkerLlm {
     if (this.#worker) this.#worker.postMessage({ op: 'abort' });
   }
 
-  /** Frees the model's device memory and ends the worker. */
-  async free() {
-    if (!this.#worker) return;
+  /** Frees the model's device memory and ends the worker; a request still waiting (a running
+   *  generate) fails with "this model was freed". Calling it again gives the same promise. */
+  free() {
+    this.#freeing ??= this.#free();
+    return this.#freeing;
+  }
+
+  async #free() {
     try {
-      await this.#request({ op: 'free' });
+      // A worker that died holds no device memory to free.
+      if (!this.#failure) await this.#request({ op: 'free' });
     } finally {
       this.#worker.terminate();
       this.#worker = null;
+      const freed = new Error('this model was freed');
+      for (const waiting of this.#pending.values()) waiting.reject(freed);
+      this.#pending.clear();
     }
   }
 }
@@ -99,8 +124,11 @@ class WorkerLlm {
  * a model whose `info` is NinferLlm's plus where the bytes came from.
  */
 export function loadLlmInWorker(source, options = {}) {
-  const url = options.workerUrl ?? new URL('./worker.js', import.meta.url);
-  const llm = new WorkerLlm(new Worker(url, { type: 'module' }));
+  // Written out literally where no URL is given: the form bundlers recognise and bundle.
+  const worker = options.workerUrl
+    ? new Worker(options.workerUrl, { type: 'module' })
+    : new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  const llm = new WorkerLlm(worker);
   return llm._load(source, options).catch((e) => {
     llm.free().catch(() => {});
     throw e;

@@ -29,8 +29,9 @@ const messageOf = (e) => {
 };
 
 // Reads a whole body, reporting bytes as they come. A body shorter than its announced length
-// is an error here, not a truncated model handed on.
-async function readAll(stream, total, report) {
+// is an error here, not a truncated model handed on; with `atLeast`, a longer one is not (a
+// cross-origin compressed response may announce its compressed length).
+async function readAll(stream, total, report, atLeast = false) {
   const reader = stream.getReader();
   const chunks = [];
   let bytes = 0;
@@ -41,7 +42,7 @@ async function readAll(stream, total, report) {
     bytes += value.length;
     report(bytes);
   }
-  if (total !== null && bytes !== total) {
+  if (total !== null && (bytes < total || (bytes > total && !atLeast))) {
     throw new Error(`the model's stream ended after ${bytes} of its ${total} bytes`);
   }
   if (chunks.length === 1) return chunks[0];
@@ -66,9 +67,9 @@ async function bytesOf(source, options, report) {
     // A compressed response's length is not the body's.
     const length = response.headers.get('content-encoding') ? null : response.headers.get('content-length');
     const total = length === null ? null : Number(length);
-    const bytes = await readAll(response.body, total, (n) => report(n, total, 'network'));
-    const stored = options.cache === false ? 'off' : await store(source, bytes);
-    return { bytes, from: 'network', cached: stored };
+    const bytes = await readAll(response.body, total, (n) => report(n, total, 'network'), true);
+    // Stored by load() once the model has loaded: a bad file is never cached.
+    return { bytes, from: 'network', cached: options.cache === false ? 'off' : 'pending' };
   }
   if (source instanceof Blob) {
     return { bytes: await readAll(source.stream(), source.size, (n) => report(n, source.size, 'file')), from: 'file' };
@@ -96,9 +97,10 @@ async function load(id, source, options) {
   const { profile, context, maxBufferSize, maxBinding } = options;
   const onProgress = (phase, done, of) => post({ id, kind: 'progress', phase, done, of, from });
   llm = await NinferLlm.load(bytes, { profile, context, maxBufferSize, maxBinding, onProgress });
+  const stored = cached === 'pending' ? await store(source, bytes) : cached;
   // The module's memory never shrinks: its size now is the load's peak.
   const wasm_memory_bytes = wasm.memory.buffer.byteLength;
-  return { ...llm.info(), from, cached: cached ?? null, bytes: bytes.length, read_s, wasm_memory_bytes };
+  return { ...llm.info(), from, cached: stored ?? null, bytes: bytes.length, read_s, wasm_memory_bytes };
 }
 
 async function generate(id, prompt, options) {
