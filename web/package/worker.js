@@ -14,7 +14,7 @@
 //
 // `source` is an absolute URL string, a Blob (a File), a ReadableStream of bytes or an
 // ArrayBuffer. A URL is read from the browser's Cache Storage when it holds it (cache.js),
-// otherwise fetched and then stored there.
+// otherwise fetched, and stored there once the model has loaded.
 import init, { NinferLlm } from './ninfer_wgpu.js';
 import { openCached, store } from './cache.js';
 
