@@ -246,6 +246,17 @@ mod tests {
         assert!(!run(&mut f, &tokenizer(true), "ab", 2).unwrap().context_full);
     }
 
+    /// A handler that answers Stop at the n-th token.
+    fn stop_at(n: usize) -> impl FnMut(Event) -> Result<Flow> {
+        let mut seen = 0;
+        move |e| {
+            if let Event::Token { .. } = e {
+                seen += 1;
+            }
+            Ok(if seen == n { Flow::Stop } else { Flow::Go })
+        }
+    }
+
     #[test]
     fn a_handler_that_stops_keeps_the_tokens_so_far_and_runs_no_further_step() {
         let tok = tokenizer(true);
@@ -253,13 +264,7 @@ mod tests {
         let now = || 0.0;
         // Stop at the second token: two tokens, the prompt's run and one step.
         let mut f = Scripted { context: 64, position: 0, next: vec![3, 4, 5, 3], runs: 0 };
-        let mut seen = 0;
-        let mut stop_at_two = |e: Event| {
-            if let Event::Token { .. } = e {
-                seen += 1;
-            }
-            Ok(if seen == 2 { Flow::Stop } else { Flow::Go })
-        };
+        let mut stop_at_two = stop_at(2);
         let g = crate::native::block_on(generate(&mut f, &tok, &request, &now, &mut stop_at_two)).unwrap();
         assert_eq!((g.tokens, g.text.as_str(), g.stopped, g.context_full, f.runs), (vec![3, 4], "ab", true, false, 2));
         // Stopped at the prompt's event: nothing runs.
@@ -269,13 +274,7 @@ mod tests {
         // A stop on the last token asked for cut nothing short: not marked.
         let two = Request { tokens: 2, ..request.clone() };
         let mut f = Scripted { context: 64, position: 0, next: vec![3, 4, 5], runs: 0 };
-        let mut seen = 0;
-        let mut stop_at_two = |e: Event| {
-            if let Event::Token { .. } = e {
-                seen += 1;
-            }
-            Ok(if seen == 2 { Flow::Stop } else { Flow::Go })
-        };
+        let mut stop_at_two = stop_at(2);
         let g = crate::native::block_on(generate(&mut f, &tok, &two, &now, &mut stop_at_two)).unwrap();
         assert_eq!((g.tokens.len(), g.stopped), (2, false));
         // Never stopped: not marked.
