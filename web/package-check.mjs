@@ -105,6 +105,8 @@ try {
     noWorker: /worker failed/,
     badOptions: /unknown profile `a16`/,
     noWebGpu: /no WebGPU adapter/,
+    badLimit: /maxBinding -5 is not a whole number of bytes/,
+    badSize: /size lots is not a whole number of bytes/,
     tooSmall: /logits is over this adapter's 1024-byte storage binding/,
   };
   for (const [what, pattern] of Object.entries(expect)) {

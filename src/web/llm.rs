@@ -5,7 +5,7 @@
 //! comes and resolving to the CLI's `--json` fields of the generation (the process's and
 //! device's are in `info()`).
 
-use super::{from_js, now_seconds, reject, to_js, NinferGpu};
+use super::{byte_limit, from_js, now_seconds, reject, to_js, NinferGpu};
 use crate::error::Error;
 use crate::gguf::reader::GgufFile;
 use crate::gpu::{Gpu, GpuOptions, Profile};
@@ -185,8 +185,8 @@ impl NinferLlm {
         future_to_promise(async move {
             let (options, on_progress) = load_options(&options)?;
             let limits = GpuOptions {
-                max_buffer_size: options.max_buffer_size.map(|b| b as u64),
-                max_binding: options.max_binding.map(|b| b as u64),
+                max_buffer_size: byte_limit(options.max_buffer_size, "maxBufferSize")?,
+                max_binding: byte_limit(options.max_binding, "maxBinding")?,
                 ..Default::default()
             };
             let gpu = Gpu::open(&limits).await.map_err(reject)?;

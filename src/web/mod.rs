@@ -61,6 +61,16 @@ fn seed_or_fresh(seed: Option<f64>) -> u64 {
     seed.map(|s| s as u64).unwrap_or_else(|| Rng::seed_from_time() >> 11)
 }
 
+/// A lowered device limit given in bytes from JavaScript: a whole number from 4 to 2^53, or
+/// refused by name (a negative or fractional number is not quietly made into some limit).
+fn byte_limit(value: Option<f64>, name: &str) -> Result<Option<u64>, JsValue> {
+    match value {
+        None => Ok(None),
+        Some(b) if b.fract() == 0.0 && (4.0..9007199254740992.0).contains(&b) => Ok(Some(b as u64)),
+        Some(b) => Err(reject(Error::Unsupported(format!("{name} {b} is not a whole number of bytes from 4 to 2^53")))),
+    }
+}
+
 fn now_seconds() -> f64 {
     js_sys::Date::now() / 1000.0
 }
@@ -136,8 +146,8 @@ impl NinferGpu {
         let options = options.unwrap_or_default();
         future_to_promise(async move {
             let opts = GpuOptions {
-                max_buffer_size: options.max_buffer_size.map(|b| b as u64),
-                max_binding: options.max_binding.map(|b| b as u64),
+                max_buffer_size: byte_limit(options.max_buffer_size, "max_buffer_size")?,
+                max_binding: byte_limit(options.max_binding, "max_binding")?,
                 ..Default::default()
             };
             let gpu = Gpu::open(&opts).await.map_err(reject)?;

@@ -76,6 +76,8 @@ window.app = {
       badOptions: await messageOf(loadLlmInWorker(urls.model, { cache: false, profile: 'a16' })),
       // The tiny model's 274 logits (1096 bytes) over a 1024-byte binding.
       tooSmall: await messageOf(loadLlmInWorker(urls.model, { cache: false, maxBinding: 1024 })),
+      badLimit: await messageOf(loadLlmInWorker(urls.model, { cache: false, maxBinding: -5 })),
+      badSize: await messageOf(loadLlmInWorker(new Blob([cut]), { size: 'lots' })),
       noWebGpu: await messageOf(loadLlmInWorker(urls.model, { cache: false, workerUrl: './no-webgpu-worker.js' })),
     };
   },

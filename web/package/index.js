@@ -75,6 +75,10 @@ class WorkerLlm {
 
   async _load(source, options) {
     const { onProgress, workerUrl, ...rest } = options;
+    if (rest.size !== undefined && !(Number.isSafeInteger(rest.size) && rest.size >= 0)) {
+      throw new Error(`size ${rest.size} is not a whole number of bytes`);
+    }
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw new Error('onProgress is not a function');
     let transfer = [];
     if (typeof source === 'string' || source instanceof URL) source = absolute(source);
     // Copied, so the caller's bytes stay usable (a transfer would empty them).
