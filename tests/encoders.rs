@@ -347,6 +347,24 @@ fn q8_from_q8_0_pieces_are_the_whole_imports_bytes() {
             view.fill(start, &mut piece).unwrap();
             assert!(piece == expected[start..start + len], "[{n}, {k}] bytes {start}+{len} (seed {seed})");
         }
+        // Rows as a stream brings them (1 to 3 at a time): the same payload, in order.
+        let mut rows = import::Q8FromQ8_0Rows::new(n, k, false).unwrap();
+        assert_eq!(rows.desc(), view.desc());
+        let mut streamed = Vec::new();
+        let mut keep = |b: &[u8]| {
+            streamed.extend_from_slice(b);
+            Ok(())
+        };
+        let row_bytes = k / 32 * 34;
+        let mut at = 0;
+        while at < blocks.len() {
+            let take = (1 + rng.below(3) as usize) * row_bytes;
+            let end = (at + take).min(blocks.len());
+            rows.rows(&blocks[at..end], &mut keep).unwrap();
+            at = end;
+        }
+        rows.finish(&mut keep).unwrap();
+        assert!(streamed == expected, "[{n}, {k}]: the streamed payload differs (seed {seed})");
         // A range past the payload is refused, not read past the blocks.
         assert!(view.fill(expected.len() - 1, &mut [0; 2]).is_err());
         assert!(view.fill(usize::MAX, &mut [0; 1]).is_err());
@@ -360,6 +378,13 @@ fn q8_from_q8_0_pieces_are_the_whole_imports_bytes() {
         Err(Error::InvalidWord { rule, .. }) => assert!(rule.contains("-128"), "{rule}"),
         other => panic!("code -128: {:?}", other.err()),
     }
+    // Streamed, the row with -128 is refused as it comes; rows ending early are refused.
+    let mut rows = import::Q8FromQ8_0Rows::new(n, k, false).unwrap();
+    rows.rows(&blocks[..4096 * 34], &mut |_| Ok(())).unwrap();
+    assert!(matches!(rows.rows(&blocks[4096 * 34..], &mut |_| Ok(())), Err(Error::InvalidWord { .. })));
+    let mut rows = import::Q8FromQ8_0Rows::new(2, k, false).unwrap();
+    rows.rows(&blocks[..34], &mut |_| Ok(())).unwrap();
+    assert!(rows.finish(&mut |_| Ok(())).is_err(), "one row of two");
     assert!(matches!(import::Q8FromQ8_0::new(n, k, &blocks[1..]), Err(Error::PayloadSize { .. })));
 }
 

@@ -112,6 +112,11 @@ pub struct Q8FromQ8_0<'a> {
     per_row: usize,
 }
 
+/// The q8_g32_fp16 tensor a q8_0 import makes.
+fn q8_desc(g: &row_split::Geometry) -> TensorDesc {
+    TensorDesc::new(Format::Q8G32Fp16, Layout::RowSplitK128V1, &[g.n, g.k])
+}
+
 /// Rows checked at a time by [`Q8FromQ8_0::new`]: the piece it imports stays a few MB.
 const CHECK_ROWS: usize = 4096;
 const Q8_0_BYTES: usize = 34;
@@ -135,7 +140,7 @@ impl<'a> Q8FromQ8_0<'a> {
     }
 
     pub fn desc(&self) -> TensorDesc {
-        TensorDesc::new(Format::Q8G32Fp16, Layout::RowSplitK128V1, &[self.geometry.n, self.geometry.k])
+        q8_desc(&self.geometry)
     }
 
     /// The payload's length in bytes.
@@ -185,5 +190,90 @@ impl<'a> Q8FromQ8_0<'a> {
             at += len;
         }
         Ok(())
+    }
+}
+
+/// [`Q8FromQ8_0`]'s payload made from blocks that come a few rows at a time, in order (a
+/// streamed file): each row's codes are handed on at once (the code plane comes first), its
+/// scales kept — 2 of every 34 bytes — and handed on after the last row.
+pub struct Q8FromQ8_0Rows {
+    geometry: row_split::Geometry,
+    per_row: usize,
+    rows: usize,
+    scales: Vec<u8>,
+    codes: Vec<u8>,
+    checked: bool,
+}
+
+impl Q8FromQ8_0Rows {
+    /// `checked`: the caller has checked every block with [`Q8FromQ8_0::new`] (a memory map's
+    /// whole table), so the rows are not checked again.
+    pub fn new(n: usize, k: usize, checked: bool) -> Result<Self> {
+        if !k.is_multiple_of(32) {
+            return Err(Error::Shape {
+                layout: Layout::GgufBlocksV1.name(),
+                rule: "K % block_values == 0 and blocks match the target's groups",
+                detail: format!("gguf_q8_0 into q8_g32_fp16 with K = {k}"),
+            });
+        }
+        let geometry = row_split::Geometry::new(Format::Q8G32Fp16, &[n, k])?;
+        Ok(Q8FromQ8_0Rows { per_row: k / 32, rows: 0, scales: Vec::new(), codes: Vec::new(), geometry, checked })
+    }
+
+    pub fn desc(&self) -> TensorDesc {
+        q8_desc(&self.geometry)
+    }
+
+    /// The payload's length in bytes.
+    pub fn bytes(&self) -> usize {
+        self.geometry.bytes
+    }
+
+    /// The next whole rows of blocks: checked against q8_g32_fp16's rules ([`Q8FromQ8_0::new`],
+    /// unless the caller did) and their codes handed to `out`.
+    pub fn rows(&mut self, blocks: &[u8], out: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let g = &self.geometry;
+        let row_bytes = self.per_row * Q8_0_BYTES;
+        let n = blocks.len() / row_bytes.max(1);
+        if n * row_bytes != blocks.len() || self.rows + n > g.n {
+            return Err(Error::Unsupported(format!(
+                "{} bytes of gguf_q8_0 rows of {row_bytes} bytes after row {} of {}",
+                blocks.len(),
+                self.rows,
+                g.n
+            )));
+        }
+        if !self.checked {
+            Q8FromQ8_0::new(n, g.k, blocks)?;
+        }
+        self.codes.clear();
+        for row in blocks.chunks_exact(row_bytes.max(1)) {
+            for i in 0..g.gpr {
+                match row.get(i * Q8_0_BYTES..(i + 1) * Q8_0_BYTES) {
+                    Some(block) => {
+                        self.codes.extend_from_slice(&block[2..]);
+                        self.scales.extend_from_slice(&block[..2]);
+                    }
+                    // Padding groups: zero codes under a zero scale, as `fill` makes them.
+                    None => {
+                        self.codes.resize(self.codes.len() + g.spec.base_bytes, 0);
+                        self.scales.extend_from_slice(&[0, 0]);
+                    }
+                }
+            }
+        }
+        self.rows += n;
+        out(&self.codes)
+    }
+
+    /// After the last row: the bytes between the planes, the scales, and any after them.
+    pub fn finish(self, out: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let g = &self.geometry;
+        if self.rows != g.n {
+            return Err(Error::Unsupported(format!("gguf_q8_0 rows ended after {} of {}", self.rows, g.n)));
+        }
+        out(&vec![0; g.scale_offset - g.base_bytes])?;
+        out(&self.scales)?;
+        out(&vec![0; g.bytes - g.scale_offset - self.scales.len()])
     }
 }

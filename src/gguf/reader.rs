@@ -177,9 +177,9 @@ impl Bytes {
     }
 }
 
-/// An open GGUF file.
-pub struct GgufFile {
-    bytes: Bytes,
+/// A GGUF file's header: version, metadata, tensor infos, alignment and where the data starts
+/// — everything before the tensor data, parsed without it (a streamed model's first bytes).
+pub struct GgufHeader {
     pub version: u32,
     pub metadata: Vec<(String, Value)>,
     keys: HashMap<String, usize>,
@@ -189,6 +189,19 @@ pub struct GgufFile {
     index: Vec<u32>,
     pub alignment: u64,
     pub data_offset: u64,
+}
+
+/// An open GGUF file: its header, and the bytes its tensors borrow.
+pub struct GgufFile {
+    header: GgufHeader,
+    bytes: Bytes,
+}
+
+impl std::ops::Deref for GgufFile {
+    type Target = GgufHeader;
+    fn deref(&self) -> &GgufHeader {
+        &self.header
+    }
 }
 
 fn malformed(rule: &'static str, detail: String) -> Error {
@@ -207,12 +220,17 @@ fn context(e: Error, at: String) -> Error {
 struct Cursor<'a> {
     b: &'a [u8],
     at: usize,
+    /// `b` may be the first bytes of a longer file: running past its end then sets `short`
+    /// (read more and parse again) rather than meaning the file is truncated.
+    prefix: bool,
+    short: bool,
 }
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8]> {
         let left = (self.b.len() - self.at) as u64;
         if n > left {
+            self.short = self.prefix;
             return Err(malformed("truncated", format!("{what} needs {n} bytes at offset {}, {left} remain", self.at)));
         }
         let s = &self.b[self.at..self.at + n as usize];
@@ -249,6 +267,7 @@ impl<'a> Cursor<'a> {
     fn count(&mut self, what: &str, min_bytes: u64) -> Result<u64> {
         let n = self.u64(what)?;
         if n.checked_mul(min_bytes).is_none_or(|need| need > self.remaining()) {
+            self.short = self.prefix;
             return Err(malformed(
                 "counts fit the file",
                 format!("{what} = {n}, but only {} bytes remain", self.remaining()),
@@ -418,7 +437,40 @@ impl GgufFile {
 
     fn parse(bytes: Bytes) -> Result<GgufFile> {
         let b = bytes.as_slice();
-        let mut c = Cursor { b, at: 0 };
+        let header = GgufHeader::parse(&mut Cursor { b, at: 0, prefix: false, short: false })?;
+        let data_len = (b.len() as u64).saturating_sub(header.data_offset);
+        for t in &header.tensors {
+            if let Some(bytes) = t.bytes {
+                if t.offset.checked_add(bytes).is_none_or(|end| end > data_len) {
+                    return Err(malformed(
+                        "tensor data lies inside the file",
+                        format!(
+                            "`{}`: {bytes} bytes at data offset {}, data section holds {data_len}",
+                            t.name, t.offset
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(GgufFile { header, bytes })
+    }
+}
+
+impl GgufHeader {
+    /// The header of a GGUF file whose first bytes are `prefix`, or `None` where the header
+    /// runs past them (read more and call again). The same rules as [`GgufFile`]'s, except
+    /// that tensor data is not there to check.
+    pub fn parse_prefix(prefix: &[u8]) -> Result<Option<GgufHeader>> {
+        let mut c = Cursor { b: prefix, at: 0, prefix: true, short: false };
+        match GgufHeader::parse(&mut c) {
+            Ok(header) => Ok(Some(header)),
+            Err(_) if c.short => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn parse(c: &mut Cursor<'_>) -> Result<GgufHeader> {
+        let b = c.b;
         if c.take(4, "magic")? != MAGIC {
             return Err(malformed("magic is \"GGUF\"", format!("found {:02x?}", &b[..4])));
         }
@@ -471,7 +523,6 @@ impl GgufFile {
             return Err(malformed("tensor names are unique", format!("`{}` repeats", clip(name))));
         }
         let data_offset = (c.at as u64).div_ceil(alignment) * alignment;
-        let data_len = (b.len() as u64).saturating_sub(data_offset);
         // Tensor data comes in the order of the infos and never overlaps (llama.cpp requires
         // the same); a tensor of unknown size ends where it starts, as far as this can tell.
         let mut end = 0u64;
@@ -498,19 +549,8 @@ impl GgufFile {
                     format!("`{}` at {} (alignment {alignment})", t.name, t.offset),
                 ));
             }
-            if let Some(bytes) = t.bytes {
-                if t.offset.checked_add(bytes).is_none_or(|end| end > data_len) {
-                    return Err(malformed(
-                        "tensor data lies inside the file",
-                        format!(
-                            "`{}`: {bytes} bytes at data offset {}, data section holds {data_len}",
-                            t.name, t.offset
-                        ),
-                    ));
-                }
-            }
         }
-        Ok(GgufFile { bytes, version, metadata, keys, tensors, index, alignment, data_offset })
+        Ok(GgufHeader { version, metadata, keys, tensors, index, alignment, data_offset })
     }
 
     pub fn metadata(&self, key: &str) -> Option<&Value> {
@@ -522,25 +562,34 @@ impl GgufFile {
         Some(&self.tensors[self.index[at] as usize])
     }
 
-    /// The named tensor as an `EncodedTensor` borrowing the file's bytes.
-    pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>> {
+    /// The named tensor's description: refused where its type is not registered.
+    pub fn desc(&self, name: &str) -> Result<TensorDesc> {
         let t = self.info(name).ok_or_else(|| Error::UnknownName {
             kind: "tensor",
             name: name.to_string(),
             valid: short_list(self.tensors.iter().map(|t| t.name.as_str())),
         })?;
-        let (format, layout) = match &t.kind {
-            TensorKind::Registered { format, layout } => (*format, *layout),
-            TensorKind::NotRegistered { type_name } => {
-                return Err(Error::Unsupported(format!(
-                    "tensor `{name}` has ggml type {} ({type_name}): format not registered",
-                    t.ggml_type
-                )))
-            }
-        };
-        let desc = TensorDesc::new(format, layout, &t.shape());
+        match &t.kind {
+            TensorKind::Registered { format, layout } => Ok(TensorDesc::new(*format, *layout, &t.shape())),
+            TensorKind::NotRegistered { type_name } => Err(Error::Unsupported(format!(
+                "tensor `{name}` has ggml type {} ({type_name}): format not registered",
+                t.ggml_type
+            ))),
+        }
+    }
+}
+
+impl GgufFile {
+    /// Every byte of the file, header included.
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+
+    /// The named tensor as an `EncodedTensor` borrowing the file's bytes.
+    pub fn tensor(&self, name: &str) -> Result<EncodedTensor<'_>> {
+        let desc = self.desc(name)?;
         let bytes = desc.encoded_bytes()?;
-        let start = (self.data_offset + t.offset) as usize;
+        let start = (self.data_offset + self.info(name).map_or(0, |t| t.offset)) as usize;
         EncodedTensor::new(desc, &self.bytes.as_slice()[start..start + bytes])
     }
 }

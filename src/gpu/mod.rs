@@ -20,6 +20,7 @@ pub mod params;
 pub mod plan;
 pub mod platform;
 mod tensor;
+mod writer;
 
 pub use bound::{BindOptions, BoundOp, GatherStatus};
 pub use device::{adapters, selector_matches, AdapterEntry, GpuOptions, SharedDevice};
@@ -28,6 +29,7 @@ pub use kernels::{Op, Profile, Variant, MAX_COLUMNS};
 pub use operand::{DeviceSlice, Word, OPERAND_USAGE};
 pub use platform::Platform;
 pub use tensor::{GpuTensor, UPLOAD_CHUNK};
+pub use writer::PayloadWriter;
 
 use crate::error::{Error, Result};
 use kernels::KernelKey;
@@ -176,10 +178,17 @@ impl Gpu {
         // its own scopes on this device's one stack, popping them out of order.
         let (v, o) = (validation.pop(), oom.pop());
         let (v, o) = (v.await, o.await);
-        if let Some(e) = v.or(o) {
-            // A lost device explains the error better than the error does.
+        // A lost device explains an error better than the error does.
+        if let Some(e) = v {
             self.check_alive()?;
             return Err(Error::Gpu(format!("{what}: {}", crate::error::clip(&e.to_string()))));
+        }
+        if let Some(e) = o {
+            self.check_alive()?;
+            return Err(Error::Gpu(format!(
+                "{what}: the device is out of memory ({})",
+                crate::error::clip(&e.to_string())
+            )));
         }
         self.check_alive()?;
         Ok(value)

@@ -7,9 +7,10 @@
 //! import ([`GpuTensor::upload_q8_from_q8_0`]: GGUF q8_0 blocks as q8_g32_fp16, byte copies of
 //! the same codes and scales), made a piece at a time.
 
-use super::kernels::{Op, Profile, Variant};
-use super::plan::{place, Placement};
-use super::{capability, Gpu};
+use super::kernels::Profile;
+use super::plan::Placement;
+use super::writer::PayloadWriter;
+use super::Gpu;
 use crate::encode::import::Q8FromQ8_0;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, PayloadGeometry};
@@ -111,7 +112,8 @@ impl GpuTensor {
         Self::upload_from(gpu, desc, geometry, Source::Parts(&payloads), profile, progress).await
     }
 
-    /// Uploads the payload `source` holds or makes.
+    /// Uploads the payload `source` holds or makes, a chunk at a time through a
+    /// [`PayloadWriter`]: parts as they lie (a memory map), a made payload a piece at a time.
     async fn upload_from(
         gpu: &Gpu,
         desc: TensorDesc,
@@ -120,70 +122,37 @@ impl GpuTensor {
         profile: Profile,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GpuTensor> {
-        // Refuse before allocating anything: an unsupported (format, layout) is not uploaded.
-        capability::check(desc.format, desc.layout, Op::Dequant, Variant::Workgroup, Some(gpu.platform()))?;
-        let payload_bytes = source.len();
-        let placement = place(&geometry, payload_bytes, &gpu.plan_limits(), gpu.arrangement(desc.format, profile))?;
-        let total: u64 = placement.segments.iter().map(|r| r.end - r.start).sum();
-        let needed: u64 = (0..placement.segments.len()).map(|i| placement.buffer_len(i)).sum();
-        if let Some(max) = gpu.max_memory().filter(|&m| needed > m) {
-            return Err(Error::Unsupported(format!(
-                "{} {:?} needs {needed} bytes of device buffers, more than the {max} bytes allowed",
-                desc.format, desc.shape
-            )));
-        }
-        let mut buffers = Vec::with_capacity(placement.segments.len());
-        let mut done = 0u64;
-        let mut piece = Vec::new();
-        let mut scratch = Vec::new();
-        for (i, range) in placement.segments.iter().enumerate() {
-            let buffer = gpu
-                .scoped("allocating a payload buffer", || {
-                    gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(&format!("{} payload {i}", desc.format)),
-                        size: placement.buffer_len(i),
-                        usage: wgpu::BufferUsages::STORAGE
-                            | wgpu::BufferUsages::COPY_DST
-                            | wgpu::BufferUsages::COPY_SRC,
-                        mapped_at_creation: false,
-                    })
-                })
-                .await?;
-            let mut out = WordWriter { gpu, buffer: &buffer, at: 0, carry: Vec::new(), total };
-            match (source, &placement.tiles) {
-                // As stored: each part's bytes straight from where they lie (a memory map).
-                (Source::Parts(parts), None) => {
-                    for bytes in segment_pieces(parts, range.start, range.end) {
-                        for chunk in bytes.chunks(UPLOAD_CHUNK) {
-                            out.push(chunk, &mut done, progress)?;
-                        }
-                    }
-                }
-                // Made, or rearranged into row tiles: a piece at a time (whole tiles), so
-                // host memory stays a piece or two whatever the payload.
-                (Source::Parts(_) | Source::Made(_), tiles) => {
-                    let mut from = range.start;
-                    while from < range.end {
-                        let to = match tiles {
-                            Some(t) => t.piece_end(from, range.end, UPLOAD_CHUNK as u64),
-                            None => range.end.min(from + UPLOAD_CHUNK as u64),
-                        };
-                        piece.clear();
-                        piece.resize((to - from) as usize, 0);
-                        source.fill(from, &mut piece)?;
-                        if let Some(t) = tiles {
-                            t.arrange(from, &mut piece, &mut scratch);
-                        }
-                        out.push(&piece, &mut done, progress)?;
-                        from = to;
-                    }
+        debug_assert_eq!(geometry, desc.geometry()?);
+        let mut out = PayloadWriter::new(gpu, desc, source.len(), profile).await?;
+        match source {
+            Source::Parts(parts) => {
+                for part in parts {
+                    out.push(gpu, part, progress)?;
                 }
             }
-            out.finish(&mut done, progress)?;
-            buffers.push(buffer);
+            Source::Made(view) => {
+                let mut piece = vec![0u8; UPLOAD_CHUNK.min(view.len())];
+                let mut from = 0;
+                while from < view.len() {
+                    let n = UPLOAD_CHUNK.min(view.len() - from);
+                    view.fill(from, &mut piece[..n])?;
+                    out.push(gpu, &piece[..n], progress)?;
+                    from += n;
+                }
+            }
         }
-        gpu.scoped_now("uploading a payload", || gpu.queue().submit([]))?;
-        Ok(GpuTensor { desc, geometry, placement, buffers, payload_bytes })
+        out.finish(gpu)
+    }
+
+    /// A tensor [`PayloadWriter`] has filled.
+    pub(super) fn from_parts(
+        desc: TensorDesc,
+        geometry: PayloadGeometry,
+        placement: Placement,
+        buffers: Vec<wgpu::Buffer>,
+        payload_bytes: u64,
+    ) -> GpuTensor {
+        GpuTensor { desc, geometry, placement, buffers, payload_bytes }
     }
 
     pub fn desc(&self) -> &TensorDesc {
@@ -224,110 +193,6 @@ impl Source<'_, '_> {
         match self {
             Source::Parts(parts) => parts.iter().map(|p| p.len() as u64).sum(),
             Source::Made(view) => view.len() as u64,
-        }
-    }
-
-    /// Bytes `from..from + out.len()` of the payload.
-    fn fill(&self, from: u64, out: &mut [u8]) -> Result<()> {
-        match self {
-            Source::Parts(parts) => {
-                let mut at = 0;
-                for bytes in segment_pieces(parts, from, from + out.len() as u64) {
-                    out[at..at + bytes.len()].copy_from_slice(bytes);
-                    at += bytes.len();
-                }
-                Ok(())
-            }
-            Source::Made(view) => view.fill(from as usize, out),
-        }
-    }
-}
-
-/// Writes a segment's bytes into its buffer in order, whole words at a time: a piece's odd tail
-/// bytes wait in `carry` for the next piece's head, so every write stays 4-byte aligned.
-struct WordWriter<'a> {
-    gpu: &'a Gpu,
-    buffer: &'a wgpu::Buffer,
-    at: u64,
-    carry: Vec<u8>,
-    total: u64,
-}
-
-impl WordWriter<'_> {
-    fn push(&mut self, mut bytes: &[u8], done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
-        if !self.carry.is_empty() {
-            let take = (4 - self.carry.len()).min(bytes.len());
-            self.carry.extend_from_slice(&bytes[..take]);
-            bytes = &bytes[take..];
-            if self.carry.len() < 4 {
-                return Ok(());
-            }
-            let word = std::mem::take(&mut self.carry);
-            self.write(&word, done, progress)?;
-        }
-        let whole = bytes.len() / 4 * 4;
-        if whole > 0 {
-            self.write(&bytes[..whole], done, progress)?;
-        }
-        self.carry.extend_from_slice(&bytes[whole..]);
-        Ok(())
-    }
-
-    fn write(&mut self, bytes: &[u8], done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
-        self.gpu.scoped_now("uploading a payload", || self.gpu.queue().write_buffer(self.buffer, self.at, bytes))?;
-        self.at += bytes.len() as u64;
-        *done += bytes.len() as u64;
-        // Submitting hands the staged chunk to the device, so staging memory stays bounded by a
-        // chunk or two.
-        self.gpu.queue().submit([]);
-        self.gpu.drive()?;
-        progress(*done, self.total);
-        Ok(())
-    }
-
-    /// The buffer's last word: zero bytes reach the 4-byte copy granularity.
-    fn finish(mut self, done: &mut u64, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
-        if !self.carry.is_empty() {
-            let real = self.carry.len();
-            self.carry.resize(4, 0);
-            self.gpu.scoped_now("uploading a payload", || {
-                self.gpu.queue().write_buffer(self.buffer, self.at, &self.carry)
-            })?;
-            *done += real as u64;
-            progress(*done, self.total);
-        }
-        Ok(())
-    }
-}
-
-/// The pieces of `parts` (back to back) that lie in bytes `start..end` of their concatenation.
-fn segment_pieces<'p>(parts: &[&'p [u8]], start: u64, end: u64) -> Vec<&'p [u8]> {
-    let mut pieces = Vec::new();
-    let mut base = 0u64;
-    for p in parts {
-        let (lo, hi) = (base.max(start), (base + p.len() as u64).min(end));
-        if lo < hi {
-            pieces.push(&p[(lo - base) as usize..(hi - base) as usize]);
-        }
-        base += p.len() as u64;
-    }
-    pieces
-}
-
-#[cfg(test)]
-mod tests {
-    use super::segment_pieces;
-
-    #[test]
-    fn segment_pieces_cover_exactly_the_range() {
-        let (a, b, c) = ([1u8, 2, 3], [4u8, 5], [6u8, 7, 8, 9]);
-        let parts: [&[u8]; 3] = [&a, &b, &c];
-        let flat: Vec<u8> = parts.concat();
-        for start in 0..=flat.len() as u64 {
-            for end in start..=flat.len() as u64 {
-                let got: Vec<u8> = segment_pieces(&parts, start, end).concat();
-                assert_eq!(got, flat[start as usize..end as usize], "{start}..{end}");
-            }
         }
     }
 }

@@ -4,11 +4,11 @@
 
 use super::arch::{Activation, Norms, Pairing};
 use super::config::ModelConfig;
+use super::ingest::Weights;
 use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW, LLM_WG};
 use super::uniforms::{Attention, Gated, Heads, Norm};
-use super::upload::{bind_stacked, upload_matrix};
+use super::upload::{bind_stacked, upload_f32};
 use crate::error::Result;
-use crate::gguf::reader::GgufFile;
 use crate::gpu::{BoundOp, DeviceSlice, Gpu, GpuTensor, Profile};
 
 /// The step's buffers every block's kernels read and write, and what binds them.
@@ -59,7 +59,7 @@ pub(super) struct Held {
 
 /// The q, k and v biases of block `b` back to back, zeros where one has none (the kernel adds
 /// them only when one exists): `None` where the model has no biases.
-fn biases(file: &GgufFile, c: &ModelConfig, b: usize) -> Result<Option<Vec<f32>>> {
+fn biases(weights: &mut Weights, c: &ModelConfig, b: usize) -> Result<Option<Vec<f32>>> {
     if !c.qkv_bias.iter().any(|&on| on) {
         return Ok(None);
     }
@@ -67,7 +67,7 @@ fn biases(file: &GgufFile, c: &ModelConfig, b: usize) -> Result<Option<Vec<f32>>
     let mut all = Vec::with_capacity(lengths.iter().sum());
     for ((&on, part), n) in c.qkv_bias.iter().zip(["q", "k", "v"]).zip(lengths) {
         match on {
-            true => all.extend(super::weights::exact_values(file, &format!("blk.{b}.attn_{part}.bias"))?),
+            true => all.extend(weights.values(&format!("blk.{b}.attn_{part}.bias"))?),
             false => all.extend(std::iter::repeat_n(0.0, n)),
         }
     }
@@ -79,7 +79,7 @@ impl Block {
     /// after it (the next block's `attn_norm`, or `output_norm`).
     pub(super) async fn bind(
         gpu: &Gpu,
-        file: &GgufFile,
+        weights: &mut Weights,
         c: &ModelConfig,
         b: usize,
         act: &Activations,
@@ -87,17 +87,13 @@ impl Block {
         next_norm: &wgpu::Buffer,
     ) -> Result<(Block, Held)> {
         let name = |s: &str| format!("blk.{b}.{s}.weight");
-        let gains = |s: &str| {
-            let n = name(s);
-            async move { super::upload::upload_f32(gpu, file, &n).await }
-        };
         let (profile, batch) = (act.profile, act.batch);
         let (w, ff) = (c.width as u64, c.feed_forward as u64);
         let (kl, vl, h, kv) = (c.key_length as u64, c.value_length as u64, c.heads as u64, c.kv_heads as u64);
         let hx = DeviceSlice::new(&act.hn, 0, w);
         let (qkv, mut tensors) = bind_stacked(
             gpu,
-            file,
+            weights,
             &[name("attn_q"), name("attn_k"), name("attn_v")],
             profile,
             hx,
@@ -106,27 +102,34 @@ impl Block {
         )
         .await?;
         let (gate_up, gate_up_tensors) =
-            bind_stacked(gpu, file, &[name("ffn_gate"), name("ffn_up")], profile, hx, (&act.gu, 2 * ff), batch).await?;
+            bind_stacked(gpu, weights, &[name("ffn_gate"), name("ffn_up")], profile, hx, (&act.gu, 2 * ff), batch)
+                .await?;
         tensors.extend(gate_up_tensors);
-        let wo = upload_matrix(gpu, file, &name("attn_output"), profile).await?;
-        let wd = upload_matrix(gpu, file, &name("ffn_down"), profile).await?;
+        let (wo, _) = weights.tensor(&name("attn_output"))?;
+        let (wd, _) = weights.tensor(&name("ffn_down"))?;
         let k_cache = gpu.create_buffer(act.context as u64 * kv * kl, &format!("blk.{b} keys")).await?;
         let v_cache = gpu.create_buffer(act.context as u64 * kv * vl, &format!("blk.{b} values")).await?;
         let mut buffers = Vec::new();
         let (q_norm, k_norm) = match c.qk_norm {
-            true => (Some(gains("attn_q_norm").await?), Some(gains("attn_k_norm").await?)),
+            true => (
+                Some(upload_f32(gpu, weights, &name("attn_q_norm")).await?),
+                Some(upload_f32(gpu, weights, &name("attn_k_norm")).await?),
+            ),
             false => (None, None),
         };
-        let bias = match biases(file, c, b)? {
+        let bias = match biases(weights, c, b)? {
             Some(values) => Some(gpu.create_buffer_with(&values, &format!("blk.{b} biases")).await?),
             None => None,
         };
         let sandwich = c.norms == Norms::Sandwich;
         let (post_attn_w, post_ffw_w) = match sandwich {
-            true => (Some(gains("post_attention_norm").await?), Some(gains("post_ffw_norm").await?)),
+            true => (
+                Some(upload_f32(gpu, weights, &name("post_attention_norm")).await?),
+                Some(upload_f32(gpu, weights, &name("post_ffw_norm")).await?),
+            ),
             false => (None, None),
         };
-        let ffn_norm = gains("ffn_norm").await?;
+        let ffn_norm = upload_f32(gpu, weights, &name("ffn_norm")).await?;
         let absent = &act.absent;
         fn or<'a>(b: &'a Option<wgpu::Buffer>, absent: &'a wgpu::Buffer) -> &'a wgpu::Buffer {
             b.as_ref().unwrap_or(absent)

@@ -11,7 +11,7 @@
 
 use super::arch::{Activation, Architecture, Norms, Pairing, Window};
 use crate::error::{Error, Result};
-use crate::gguf::reader::{Array, GgufFile, Value};
+use crate::gguf::reader::{Array, GgufHeader, Value};
 
 /// The largest context a configuration may declare: 2^20 positions (gemma3's largest models
 /// declare 131072). A KV cache is sized by the context a run asks for, not by this.
@@ -32,7 +32,7 @@ pub trait Source {
     fn names(&self) -> Vec<&str>;
 }
 
-impl Source for GgufFile {
+impl Source for GgufHeader {
     fn value(&self, key: &str) -> Option<&Value> {
         self.metadata(key)
     }
@@ -313,7 +313,7 @@ fn vocabulary<S: Source + ?Sized>(src: &S) -> Result<usize> {
 
 impl ModelConfig {
     /// Reads and checks the configuration of a GGUF.
-    pub fn from_gguf(file: &GgufFile) -> Result<ModelConfig> {
+    pub fn from_gguf(file: &GgufHeader) -> Result<ModelConfig> {
         ModelConfig::from_source(file)
     }
 

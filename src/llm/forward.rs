@@ -7,11 +7,12 @@
 
 use super::block::{Activations, Block};
 use super::config::ModelConfig;
+use super::ingest::{Ingest, Weights};
 use super::kernels::{Dispatch, ModelKernel, Pipelines, HEAD_MAX, LLM_WG};
 use super::uniforms::{Norm, Softcap, Step};
-use super::upload::{upload_f32, upload_table};
+use super::upload::upload_f32;
 use crate::error::{Error, Result};
-use crate::gguf::reader::GgufFile;
+use crate::gguf::reader::{GgufFile, GgufHeader};
 use crate::gpu::{capability, BoundOp, DeviceSlice, Gpu, GpuTensor, Op, Profile, Variant};
 use std::rc::Rc;
 
@@ -137,7 +138,7 @@ impl Logits {
 
 /// The device a forward runs on: borrowed (a native program holds its `Gpu` for the run) or
 /// shared (the browser, where a model object outlives any borrow JavaScript could hold).
-enum OnGpu<'g> {
+pub(super) enum OnGpu<'g> {
     Borrowed(&'g Gpu),
     Shared(Rc<Gpu>),
 }
@@ -193,7 +194,12 @@ fn product_tensors(config: &ModelConfig) -> Vec<String> {
 }
 
 /// Refuses what the kernels cannot run, before any GPU work.
-fn check_supported(file: &GgufFile, config: &ModelConfig, options: &ForwardOptions, gpu: &Gpu) -> Result<()> {
+pub(super) fn check_supported(
+    file: &GgufHeader,
+    config: &ModelConfig,
+    options: &ForwardOptions,
+    gpu: &Gpu,
+) -> Result<()> {
     let c = config;
     let (kl, vl) = (c.key_length, c.value_length);
     if kl > HEAD_MAX || vl > HEAD_MAX || !kl.is_multiple_of(4) || !vl.is_multiple_of(4) {
@@ -217,24 +223,36 @@ fn check_supported(file: &GgufFile, config: &ModelConfig, options: &ForwardOptio
     let head = if c.separate_head { "output.weight" } else { "token_embd.weight" };
     let profile_op = options.profile.op();
     for name in product_tensors(c).iter().map(String::as_str).chain([head]) {
-        let t = file.tensor(name)?;
-        let d = t.desc();
+        let d = file.desc(name)?;
         capability::check(d.format, d.layout, profile_op, Variant::Workgroup, Some(gpu.platform()))
             .map_err(|e| Error::Model(format!("tensor `{name}`: {e}")))?;
     }
-    let t = file.tensor("token_embd.weight")?;
-    capability::check(t.desc().format, t.desc().layout, Op::Gather, Variant::Workgroup, Some(gpu.platform()))
+    let d = file.desc("token_embd.weight")?;
+    capability::check(d.format, d.layout, Op::Gather, Variant::Workgroup, Some(gpu.platform()))
         .map_err(|e| Error::Model(format!("tensor `token_embd.weight`: {e}")))?;
-    Ok(())
+    head_columns(c, options, gpu).map(|_| ())
+}
+
+/// The most columns of logits one step makes: one binding holds them.
+fn head_columns(c: &ModelConfig, options: &ForwardOptions, gpu: &Gpu) -> Result<u32> {
+    let batch = options.batch.min(run_context(c, options.context)? as u32);
+    match (gpu.max_binding() / (c.vocab as u64 * 4)).min(batch as u64) as u32 {
+        0 => Err(Error::Unsupported(format!(
+            "one column of {} logits is over this adapter's {}-byte storage binding",
+            c.vocab,
+            gpu.max_binding()
+        ))),
+        columns => Ok(columns),
+    }
 }
 
 /// The RoPE angles' (cos, sin) for every position and pair: [global, local][position][pair].
 /// Each pair's angle as the CPU reference computes it (`reference::rope_angle`): the block's
 /// base and scale, and the file's frequency factors where it has them.
-fn rope_table(file: &GgufFile, c: &ModelConfig, context: usize) -> Result<Vec<f32>> {
+fn rope_table(weights: &mut Weights, c: &ModelConfig, context: usize) -> Result<Vec<f32>> {
     let (d, half) = (c.key_length, c.key_length / 2);
     let factors = match c.rope_factors {
-        true => super::weights::exact_values(file, super::config::ROPE_FACTORS)?,
+        true => weights.values(super::config::ROPE_FACTORS)?,
         false => vec![1.0; half],
     };
     let mut t = Vec::with_capacity(2 * context * half * 2);
@@ -283,6 +301,8 @@ impl<'g> GpuForward<'g> {
         GpuForward::load_on(OnGpu::Borrowed(gpu), file, config, options, &mut |_| ()).await
     }
 
+    /// Checks what the kernels run, then takes the file's tensors in its order ([`Ingest`],
+    /// straight from where its bytes lie) and binds them.
     async fn load_on(
         on: OnGpu<'g>,
         file: &GgufFile,
@@ -290,22 +310,28 @@ impl<'g> GpuForward<'g> {
         options: &ForwardOptions,
         on_step: &mut dyn FnMut(LoadStep),
     ) -> Result<GpuForward<'g>> {
+        check_supported(file, config, options, &on)?;
+        let mut ingest = Ingest::new(file, config, options.profile, 0)?;
+        ingest.push(&on, file.bytes(), on_step).await?;
+        GpuForward::bind(on, config, options, ingest.finish()?, on_step).await
+    }
+
+    /// Binds every step's work over the weights a load made; `on_step` hears of each upload
+    /// bound (the token table, each block, the head).
+    pub(super) async fn bind(
+        on: OnGpu<'g>,
+        config: &ModelConfig,
+        options: &ForwardOptions,
+        mut weights: Weights,
+        on_step: &mut dyn FnMut(LoadStep),
+    ) -> Result<GpuForward<'g>> {
         let gpu: &Gpu = &on;
-        check_supported(file, config, options, gpu)?;
-        super::weights::check_model_reporting(file, config, &mut |done, of| on_step(LoadStep::Validated { done, of }))?;
         // The token table, each block, the head.
         let uploads = config.blocks + 2;
         let c = config;
         let context = run_context(c, options.context)?;
         let batch = options.batch.min(context as u32);
-        let head_columns = (gpu.max_binding() / (c.vocab as u64 * 4)).min(batch as u64) as u32;
-        if head_columns == 0 {
-            return Err(Error::Unsupported(format!(
-                "one column of {} logits is over this adapter's {}-byte storage binding",
-                c.vocab,
-                gpu.max_binding()
-            )));
-        }
+        let head_columns = head_columns(c, options, gpu)?;
         let (w, ff, jb) = (c.width as u64, c.feed_forward as u64, batch as u64);
         let (kl, vl) = (c.key_length as u64, c.value_length as u64);
         let (h, kv) = (c.heads as u64, c.kv_heads as u64);
@@ -336,7 +362,7 @@ impl<'g> GpuForward<'g> {
             o: gpu.create_buffer(jb * w, "block output").await?,
             gu: gpu.create_buffer(jb * 2 * ff, "gate and up").await?,
             a: gpu.create_buffer(jb * ff, "gated").await?,
-            rope: gpu.create_buffer_with(&rope_table(file, c, context)?, "rope").await?,
+            rope: gpu.create_buffer_with(&rope_table(&mut weights, c, context)?, "rope").await?,
             absent: gpu.create_buffer(4, "absent weights").await?,
             context,
             batch,
@@ -345,10 +371,10 @@ impl<'g> GpuForward<'g> {
 
         let mut tensors = Vec::new();
         let mut buffers = Vec::new();
-        let embd = upload_table(gpu, file, "token_embd.weight", profile).await?;
+        let (embd, _) = weights.tensor("token_embd.weight")?;
         let gather =
             gpu.bind_gather(&embd, DeviceSlice::new(&ids, 0, jb), DeviceSlice::new(&rows, 0, w), batch).await?;
-        let attn_norm0 = upload_f32(gpu, file, "blk.0.attn_norm.weight").await?;
+        let attn_norm0 = upload_f32(gpu, &mut weights, "blk.0.attn_norm.weight").await?;
         let embed = pipelines
             .bind(
                 gpu,
@@ -368,15 +394,15 @@ impl<'g> GpuForward<'g> {
                 true => "output_norm.weight".to_string(),
                 false => format!("blk.{}.attn_norm.weight", b + 1),
             };
-            let next_norm = upload_f32(gpu, file, &next).await?;
-            let (block, held) = Block::bind(gpu, file, c, b, &act, &pipelines, &next_norm).await?;
+            let next_norm = upload_f32(gpu, &mut weights, &next).await?;
+            let (block, held) = Block::bind(gpu, &mut weights, c, b, &act, &pipelines, &next_norm).await?;
             blocks.push(block);
             tensors.extend(held.tensors);
             buffers.extend(held.buffers.into_iter().chain([next_norm]));
             on_step(LoadStep::Uploaded { done: b + 2, of: uploads });
         }
         let head_tensor = match c.separate_head {
-            true => upload_table(gpu, file, "output.weight", profile).await?,
+            true => weights.tensor("output.weight")?.0,
             false => embd,
         };
         // One column's logits: what generation needs; every column's are bound on first use.
@@ -437,6 +463,11 @@ impl<'g> GpuForward<'g> {
     }
 
     /// The configuration the forward was loaded with.
+    /// The products' arithmetic this forward was bound for.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
     pub fn config(&self) -> &ModelConfig {
         &self.config
     }

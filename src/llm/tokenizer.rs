@@ -15,7 +15,7 @@
 use super::config::Source;
 use crate::error::clip;
 use crate::error::{Error, Result};
-use crate::gguf::reader::{Array, GgufFile, Value};
+use crate::gguf::reader::{Array, GgufHeader, Value};
 use std::collections::{BinaryHeap, HashMap};
 
 /// SentencePiece's visible space.
@@ -155,7 +155,7 @@ struct Symbol {
 
 impl Tokenizer {
     /// The vocabulary of a GGUF whose `tokenizer.ggml.model` is `llama` (SentencePiece).
-    pub fn from_gguf(file: &GgufFile) -> Result<Tokenizer> {
+    pub fn from_gguf(file: &GgufHeader) -> Result<Tokenizer> {
         Tokenizer::from_source(file)
     }
 

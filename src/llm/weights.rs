@@ -22,6 +22,12 @@ fn refused(name: &str, what: String) -> Error {
 
 /// Refuses a tensor holding a non-finite float weight or block scale.
 pub fn check_finite(name: &str, tensor: &EncodedTensor) -> Result<()> {
+    check_finite_from(name, tensor, 0)
+}
+
+/// [`check_finite`] of rows of a tensor that come after `first` elements (a float tensor) or
+/// blocks of it: a refusal points into the whole tensor.
+pub fn check_finite_from(name: &str, tensor: &EncodedTensor, first: usize) -> Result<()> {
     let payload = tensor.payload();
     match tensor.format().spec().geometry {
         Geometry::Direct { bytes, word } => {
@@ -32,7 +38,7 @@ pub fn check_finite(name: &str, tensor: &EncodedTensor) -> Result<()> {
                 DirectWord::Int32 => return Ok(()),
             };
             match payload.chunks_exact(bytes).position(|w| !finite(w)) {
-                Some(i) => Err(refused(name, format!("a non-finite weight (element {i})"))),
+                Some(i) => Err(refused(name, format!("a non-finite weight (element {})", first + i))),
                 None => Ok(()),
             }
         }
@@ -49,7 +55,7 @@ pub fn check_finite(name: &str, tensor: &EncodedTensor) -> Result<()> {
                 F16Fields::E8m0(_) => true,
             };
             match payload.chunks_exact(bytes).position(|b| !scale_finite(b)) {
-                Some(i) => Err(refused(name, format!("a non-finite binary16 scale (block {i})"))),
+                Some(i) => Err(refused(name, format!("a non-finite binary16 scale (block {})", first + i))),
                 None => Ok(()),
             }
         }
@@ -61,7 +67,12 @@ pub fn check_finite(name: &str, tensor: &EncodedTensor) -> Result<()> {
 /// A tensor's exact values, dequantized by the oracle: every weight of the CPU reference, and
 /// the norm vectors the GPU forward uploads as f32.
 pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
-    match crate::oracle::dequant(&file.tensor(name)?)? {
+    values_of(name, &file.tensor(name)?)
+}
+
+/// [`exact_values`] of a tensor in hand.
+pub(crate) fn values_of(name: &str, tensor: &EncodedTensor) -> Result<Vec<f32>> {
+    match crate::oracle::dequant(tensor)? {
         crate::oracle::Dequantized::F32(v) => Ok(v),
         crate::oracle::Dequantized::I32(_) => Err(Error::Model(format!("tensor `{name}` holds integers, not weights"))),
     }
@@ -69,19 +80,8 @@ pub(crate) fn exact_values(file: &GgufFile, name: &str) -> Result<Vec<f32>> {
 
 /// Refuses a model any of whose tensors the forward reads holds a non-finite weight or scale.
 pub fn check_model(file: &GgufFile, config: &ModelConfig) -> Result<()> {
-    check_model_reporting(file, config, &mut |_, _| ())
-}
-
-/// [`check_model`], calling `report(done, of)` after each tensor.
-pub fn check_model_reporting(
-    file: &GgufFile,
-    config: &ModelConfig,
-    report: &mut dyn FnMut(usize, usize),
-) -> Result<()> {
-    let names = config.tensors();
-    for (i, (name, _)) in names.iter().enumerate() {
-        check_finite(name, &file.tensor(name)?)?;
-        report(i + 1, names.len());
+    for (name, _) in config.tensors() {
+        check_finite(&name, &file.tensor(&name)?)?;
     }
     Ok(())
 }

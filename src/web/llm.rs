@@ -7,9 +7,8 @@
 
 use super::{byte_limit, from_js, now_seconds, reject, to_js, NinferGpu};
 use crate::error::Error;
-use crate::gguf::reader::GgufFile;
 use crate::gpu::{Gpu, GpuOptions, Profile};
-use crate::llm::{self, Event, Flow, ForwardOptions, GpuForward, LoadStep, ModelConfig, Request, Sampling, Tokenizer};
+use crate::llm::{self, Event, Flow, ForwardOptions, GpuForward, LoadStep, Request, Sampling, StreamLoad, Tokenizer};
 use js_sys::{Function, Promise};
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
@@ -129,6 +128,58 @@ fn load_options(value: &JsValue) -> Result<(LoadOptions, Option<Function>), JsVa
     }
 }
 
+/// `onProgress` as the library's load reports: a throwing one is the page's bug, and the load
+/// goes on (its error is on the console).
+fn reporter(on_progress: &Option<Function>) -> impl FnMut(LoadStep) + '_ {
+    move |step: LoadStep| {
+        let (phase, done, of) = match step {
+            LoadStep::Validated { done, of } => ("validate", done, of),
+            LoadStep::Uploaded { done, of } => ("upload", done, of),
+        };
+        if let Some(f) = on_progress {
+            if let Err(e) = f.call3(&JsValue::NULL, &phase.into(), &(done as f64).into(), &(of as f64).into()) {
+                super::console_error(&format!("onProgress threw: {e:?}"));
+            }
+        }
+    }
+}
+
+fn forward_options(options: &LoadOptions) -> Result<ForwardOptions, JsValue> {
+    let profile = match options.profile.as_deref() {
+        None => Profile::A32,
+        Some(name) => Profile::parse(name)
+            .ok_or_else(|| reject(Error::Unsupported(format!("unknown profile `{name}`; valid: a32, a8"))))?,
+    };
+    Ok(ForwardOptions { profile, context: options.context.unwrap_or(0), ..Default::default() })
+}
+
+/// The loaded model, its facts and what the load cost.
+fn loaded(gpu: &Gpu, forward: GpuForward<'static>, tokenizer: Tokenizer, started: f64) -> NinferLlm {
+    let c = forward.config();
+    let loaded = Loaded {
+        adapter: gpu.platform().summary(),
+        profile: forward.profile().name().into(),
+        context: forward.context(),
+        vocab: c.vocab,
+        blocks: c.blocks,
+        load_s: now_seconds() - started,
+        device_bytes: forward.device_bytes(),
+    };
+    let state = Rc::new(RefCell::new(Some(State { forward, tokenizer })));
+    NinferLlm { loaded, state, abort: Rc::new(Cell::new(false)) }
+}
+
+/// The browser's adapter, with the limits the options lower.
+async fn open_for(options: &LoadOptions) -> Result<Rc<Gpu>, JsValue> {
+    let limits = GpuOptions {
+        max_buffer_size: byte_limit(options.max_buffer_size, "maxBufferSize")?,
+        max_binding: byte_limit(options.max_binding, "maxBinding")?,
+        ..Default::default()
+    };
+    Ok(Rc::new(Gpu::open(&limits).await.map_err(reject)?))
+}
+
+/// The whole file in one push: the streamed load's own path.
 async fn load_on(
     gpu: Rc<Gpu>,
     bytes: Vec<u8>,
@@ -136,43 +187,74 @@ async fn load_on(
     on_progress: Option<Function>,
 ) -> Result<NinferLlm, JsValue> {
     let started = now_seconds();
-    let profile = match options.profile.as_deref() {
-        None => Profile::A32,
-        Some(name) => Profile::parse(name)
-            .ok_or_else(|| reject(Error::Unsupported(format!("unknown profile `{name}`; valid: a32, a8"))))?,
-    };
-    let file = GgufFile::from_bytes(bytes).map_err(reject)?;
-    let config = ModelConfig::from_gguf(&file).map_err(reject)?;
-    let tokenizer = Tokenizer::from_gguf(&file).map_err(reject)?;
-    let adapter = gpu.platform().summary();
-    let forward_options = ForwardOptions { profile, context: options.context.unwrap_or(0), ..Default::default() };
-    // A throwing onProgress is the page's bug; the load goes on (its error is on the console).
-    let mut on_step = |step: LoadStep| {
-        let (phase, done, of) = match step {
-            LoadStep::Validated { done, of } => ("validate", done, of),
-            LoadStep::Uploaded { done, of } => ("upload", done, of),
-        };
-        if let Some(f) = &on_progress {
-            if let Err(e) = f.call3(&JsValue::NULL, &phase.into(), &(done as f64).into(), &(of as f64).into()) {
-                super::console_error(&format!("onProgress threw: {e:?}"));
-            }
-        }
-    };
-    let forward =
-        GpuForward::load_shared_reporting(gpu, &file, &config, &forward_options, &mut on_step).await.map_err(reject)?;
+    let mut load = StreamLoad::shared(gpu.clone(), forward_options(&options)?);
+    let mut on_step = reporter(&on_progress);
+    load.push(&bytes, &mut on_step).await.map_err(reject)?;
     // The file's bytes go here: the weights are on the device, the vocabulary in the tokenizer.
-    drop(file);
-    let loaded = Loaded {
-        adapter,
-        profile: profile.name().into(),
-        context: forward.context(),
-        vocab: config.vocab,
-        blocks: config.blocks,
-        load_s: now_seconds() - started,
-        device_bytes: forward.device_bytes(),
-    };
-    let state = Rc::new(RefCell::new(Some(State { forward, tokenizer })));
-    Ok(NinferLlm { loaded, state, abort: Rc::new(Cell::new(false)) })
+    drop(bytes);
+    let (forward, tokenizer) = load.finish(&mut on_step).await.map_err(reject)?;
+    Ok(loaded(&gpu, forward, tokenizer, started))
+}
+
+/// A model's GGUF loaded from its bytes as they come — a fetch's body, a `File`'s stream —
+/// never holding the whole file in wasm memory: `push` each chunk in order (awaiting each),
+/// then `finish`. Made by `NinferLlm.stream` or `NinferGpu.streamLlm`.
+#[wasm_bindgen]
+pub struct NinferLlmStream {
+    gpu: Rc<Gpu>,
+    /// Taken out while a push runs; `None` for good after a failure or `finish`.
+    load: Rc<RefCell<Option<StreamLoad<'static>>>>,
+    on_progress: Rc<Option<Function>>,
+    started: f64,
+}
+
+fn stream_on(gpu: Rc<Gpu>, options: &LoadOptions, on_progress: Option<Function>) -> Result<NinferLlmStream, JsValue> {
+    let load = StreamLoad::shared(gpu.clone(), forward_options(options)?);
+    Ok(NinferLlmStream {
+        gpu,
+        load: Rc::new(RefCell::new(Some(load))),
+        on_progress: Rc::new(on_progress),
+        started: now_seconds(),
+    })
+}
+
+fn stream_gone() -> JsValue {
+    JsError::new(
+        "this streamed load is pushing, has failed or has finished: await each push, and stream again after a failure",
+    )
+    .into()
+}
+
+#[wasm_bindgen]
+impl NinferLlmStream {
+    /// The file's next bytes, in order: resolves once every tensor they complete is checked
+    /// and on the device. Refused while another push runs, and after a failure.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn push(&self, chunk: Vec<u8>) -> Promise {
+        let Some(mut load) = self.load.borrow_mut().take() else {
+            return Promise::reject(&stream_gone());
+        };
+        let (slot, on_progress) = (self.load.clone(), self.on_progress.clone());
+        future_to_promise(async move {
+            load.push(&chunk, &mut reporter(&on_progress)).await.map_err(reject)?;
+            *slot.borrow_mut() = Some(load);
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// After the last chunk: resolves to the model, or rejects naming what the stream lacks
+    /// (a file cut short names the tensor it cut).
+    #[wasm_bindgen(unchecked_return_type = "Promise<NinferLlm>")]
+    pub fn finish(&self) -> Promise {
+        let Some(load) = self.load.borrow_mut().take() else {
+            return Promise::reject(&stream_gone());
+        };
+        let (gpu, on_progress, started) = (self.gpu.clone(), self.on_progress.clone(), self.started);
+        future_to_promise(async move {
+            let (forward, tokenizer) = load.finish(&mut reporter(&on_progress)).await.map_err(reject)?;
+            Ok(loaded(&gpu, forward, tokenizer, started).into())
+        })
+    }
 }
 
 #[wasm_bindgen]
@@ -184,13 +266,19 @@ impl NinferLlm {
     pub fn load(bytes: Vec<u8>, #[wasm_bindgen(unchecked_param_type = "LlmLoadOptions")] options: JsValue) -> Promise {
         future_to_promise(async move {
             let (options, on_progress) = load_options(&options)?;
-            let limits = GpuOptions {
-                max_buffer_size: byte_limit(options.max_buffer_size, "maxBufferSize")?,
-                max_binding: byte_limit(options.max_binding, "maxBinding")?,
-                ..Default::default()
-            };
-            let gpu = Gpu::open(&limits).await.map_err(reject)?;
-            Ok(load_on(Rc::new(gpu), bytes, options, on_progress).await?.into())
+            let gpu = open_for(&options).await?;
+            Ok(load_on(gpu, bytes, options, on_progress).await?.into())
+        })
+    }
+
+    /// Opens the browser's WebGPU adapter (as `load`) for a model whose bytes will come as a
+    /// stream: resolves to a `NinferLlmStream` to `push` them into.
+    #[wasm_bindgen(unchecked_return_type = "Promise<NinferLlmStream>")]
+    pub fn stream(#[wasm_bindgen(unchecked_param_type = "LlmLoadOptions")] options: JsValue) -> Promise {
+        future_to_promise(async move {
+            let (options, on_progress) = load_options(&options)?;
+            let gpu = open_for(&options).await?;
+            Ok(stream_on(gpu, &options, on_progress)?.into())
         })
     }
 
@@ -312,5 +400,20 @@ impl NinferGpu {
             }
             Ok(load_on(gpu, bytes, options, on_progress).await?.into())
         })
+    }
+
+    /// [`NinferLlm::stream`] on this GPU.
+    #[wasm_bindgen(js_name = streamLlm)]
+    pub fn stream_llm(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "LlmLoadOptions")] options: JsValue,
+    ) -> Result<NinferLlmStream, JsValue> {
+        let (options, on_progress) = load_options(&options)?;
+        if options.max_buffer_size.is_some() || options.max_binding.is_some() {
+            return Err(reject(Error::Unsupported(
+                "streamLlm runs on this NinferGpu's device: lower its limits in NinferGpu.open".into(),
+            )));
+        }
+        stream_on(self.gpu.clone(), &options, on_progress)
     }
 }

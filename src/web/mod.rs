@@ -21,7 +21,7 @@ use wasm_bindgen_futures::future_to_promise;
 mod engine;
 mod llm;
 pub use engine::{NinferBuffer, NinferOp, NinferStep, NinferTensor};
-pub use llm::NinferLlm;
+pub use llm::{NinferLlm, NinferLlmStream};
 
 #[wasm_bindgen]
 extern "C" {

@@ -15,6 +15,7 @@ mod archs;
 mod cli;
 mod forward;
 mod smollm;
+mod stream;
 
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::llm::ModelConfig;

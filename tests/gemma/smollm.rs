@@ -14,7 +14,7 @@ use ninfer_wgpu::llm::{Architecture, ForwardOptions, GpuForward, Keep, ModelConf
 use ninfer_wgpu::native::block_on;
 use std::path::{Path, PathBuf};
 
-fn smollm2() -> Option<PathBuf> {
+pub(super) fn smollm2() -> Option<PathBuf> {
     let named = std::env::var_os("NINFER_SMOLLM2").map(PathBuf::from);
     let path = named.clone().or_else(|| {
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ninfer-wgpu/SmolLM2-135M-Instruct.Q4_1.gguf"))

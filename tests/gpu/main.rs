@@ -12,6 +12,7 @@ mod model;
 mod pins;
 mod shared;
 mod split;
+mod stream;
 mod tiles;
 mod workflow;
 

@@ -3,8 +3,9 @@
 
 use super::{bits, first_gpu};
 use ninfer_wgpu::conformance::{self, Verdict};
+use ninfer_wgpu::gpu::plan::Arrangement;
 use ninfer_wgpu::gpu::plan::Request;
-use ninfer_wgpu::gpu::{GpuOptions, Profile, Variant};
+use ninfer_wgpu::gpu::{Gpu, GpuOptions, PayloadWriter, Profile, Variant};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{self, random_activation, random_words, Rng, Words};
 use ninfer_wgpu::{EncodedTensor, Error, Format};
@@ -27,11 +28,37 @@ fn split_cases() -> Vec<(Format, Vec<usize>, usize)> {
     ]
 }
 
+/// `payload` through a [`PayloadWriter`] in chunks of 1 to 7 bytes or up to 70 KB.
+fn streamed_upload(
+    gpu: &Gpu,
+    desc: ninfer_wgpu::TensorDesc,
+    payload: &[u8],
+    rng: &mut Rng,
+) -> ninfer_wgpu::gpu::GpuTensor {
+    let mut w = block_on(PayloadWriter::new(gpu, desc, payload.len() as u64, Profile::A32)).unwrap();
+    let mut at = 0;
+    while at < payload.len() {
+        let n = match rng.below(4) {
+            0 => 1 + rng.below(7) as usize,
+            _ => 1 + rng.below(70_000) as usize,
+        };
+        let n = n.min(payload.len() - at);
+        w.push(gpu, &payload[at..at + n], &mut |_, _| ()).unwrap();
+        at += n;
+    }
+    w.finish(gpu).unwrap()
+}
+
 #[test]
 fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
     let Some(full) = first_gpu(GpuOptions::default()) else { return };
     let limits = GpuOptions { max_buffer_size: Some(1 << 20), max_binding: Some(256 << 10), ..Default::default() };
-    let Some(split) = first_gpu(limits.clone()) else { return };
+    let Some(split) = first_gpu(GpuOptions { arrangement: Some(Arrangement::RowByRow), ..limits.clone() }) else {
+        return;
+    };
+    let Some(tiled) = first_gpu(GpuOptions { arrangement: Some(Arrangement::RowTiles), ..limits.clone() }) else {
+        return;
+    };
     // Every case needs more than 1 MiB of buffers.
     let Some(poor) = first_gpu(GpuOptions { max_memory: Some(1 << 20), ..limits }) else { return };
     let seed = testgen::test_seed("split buffers").expect("seed");
@@ -57,6 +84,12 @@ fn tensors_split_over_1_mib_buffers_give_the_results_of_one_buffer() {
         }
         let whole = block_on(full.dequant(&a)).unwrap();
         assert_eq!(whole, block_on(split.dequant(&b)).unwrap(), "{format}: split dequant");
+        // The payload pushed as a stream brings it, in chunks of any size, into several
+        // buffers, rows as stored and in row tiles.
+        for gpu in [&split, &tiled] {
+            let c = streamed_upload(gpu, v.desc().clone(), v.payload(), &mut rng);
+            assert_eq!(whole, block_on(gpu.dequant(&c)).unwrap(), "{format}: streamed upload (seed {seed})");
+        }
         let mut streamed = Vec::new();
         block_on(split.dequant_to(&b, &mut |w| {
             streamed.extend_from_slice(w);
