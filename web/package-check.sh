@@ -2,8 +2,8 @@
 # The npm package as a user gets it: packs web/pkg (web/build.sh's output) with `npm pack`,
 # installs the tarball offline into a scratch copy of the app in web/package-test/, serves it
 # on localhost and drives it in headless Chromium (web/package-check.mjs): a product against the
-# CLI's CPU oracle, a greedy generation in the worker equal to the CLI's, the cache, abort and
-# the failures. web/conformance.sh runs it after its build; alone:
+# CLI's CPU oracle, a greedy generation in the worker equal to the CLI's, the cache, abort,
+# the failures, and a model larger than a capped wasm heap streamed into it. web/conformance.sh runs it after its build; alone:
 #   web/build.sh && web/package-check.sh CLI [SEED]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -45,14 +45,34 @@ prompt="The capital of France is"
 "$cli" generate "$fixtures/model.gguf" --adapter swiftshader --prompt "$prompt" -n 8 --greedy --json > "$scratch/native.json"
 printf 'not a model, only text' > "$fixtures/junk.bin"
 
-python3 - "$scratch/config.json" "$tensor" "$n" "$k" "$scratch" "$prompt" <<'PY'
+# A heap smaller than the model: the package's files again under capped/, its wasm memory
+# capped at 64 MiB (cap-memory.mjs), and SmolLM2-135M-Instruct's 98 MB GGUF (NINFER_SMOLLM2)
+# streamed into it by the worker — while a control that takes the whole file fails there.
+cap=$((64 << 20))
+large=null
+if [ -n "${NINFER_SMOLLM2:-}" ]; then
+  mkdir "$app/capped"
+  cp "$app/node_modules/ninfer-wgpu/"*.js "$app/capped/"
+  node cap-memory.mjs "$app/node_modules/ninfer-wgpu/ninfer_wgpu_bg.wasm" "$app/capped/ninfer_wgpu_bg.wasm" "$cap"
+  ln -s "$(realpath "$NINFER_SMOLLM2")" "$fixtures/large.gguf"
+  "$cli" generate "$fixtures/large.gguf" --adapter swiftshader --prompt "$prompt" -n 4 --greedy --json > "$scratch/large.json"
+  large="{\"url\": \"/fixtures/large.gguf\", \"n\": 4, \"cap\": $cap, \"native\": \"$scratch/large.json\"}"
+elif [ "${CI:-}" = true ]; then
+  echo "CI=true: the capped-heap load needs NINFER_SMOLLM2" >&2
+  exit 1
+else
+  echo "skipped: the capped-heap load needs NINFER_SMOLLM2 (SmolLM2-135M-Instruct's GGUF)"
+fi
+
+python3 - "$scratch/config.json" "$tensor" "$n" "$k" "$scratch" "$prompt" "$large" <<'PY'
 import json, sys
-out, tensor, n, k, s, prompt = sys.argv[1:]
+out, tensor, n, k, s, prompt, large = sys.argv[1:]
 json.dump({
     "product": {"url": "/fixtures/fixture.gguf", "tensor": tensor, "n": int(n), "k": int(k),
                 "x": f"{s}/x.f32", "w": f"{s}/w.f32", "y": f"{s}/y.f32"},
     "model": {"url": "/fixtures/model.gguf", "prompt": prompt, "n": 8, "native": f"{s}/native.json"},
     "junk": "/fixtures/junk.bin", "missing": "/fixtures/no-such-model.gguf",
+    "large": json.loads(large),
 }, open(out, "w"))
 PY
 port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")

@@ -436,6 +436,17 @@ impl<'g> StreamLoad<'g> {
     pub async fn push(&mut self, bytes: &[u8], on_step: &mut dyn FnMut(LoadStep)) -> Result<()> {
         match &mut self.stage {
             Stage::Data { ingest, .. } => ingest.push(&self.on, bytes, on_step).await,
+            // A first chunk holding the whole header (a whole file, a map): read where it lies,
+            // not copied.
+            Stage::Header { bytes: held, .. } if held.is_empty() && bytes.len() >= 64 << 10 => {
+                match GgufHeader::parse_prefix(bytes)? {
+                    Some(header) => self.begin(header, bytes, on_step).await,
+                    None => {
+                        held.extend_from_slice(bytes);
+                        self.start(false, on_step).await
+                    }
+                }
+            }
             Stage::Header { bytes: held, next_try } => {
                 held.extend_from_slice(bytes);
                 if held.len() < *next_try {
@@ -450,8 +461,9 @@ impl<'g> StreamLoad<'g> {
     /// Parses the header from the bytes held and starts on the tensors, when it is complete
     /// (refused when it is not and the stream has `ended`, or it is over the limit).
     async fn start(&mut self, ended: bool, on_step: &mut dyn FnMut(LoadStep)) -> Result<()> {
-        let Stage::Header { bytes, .. } = &self.stage else { return Ok(()) };
+        let Stage::Header { bytes, next_try } = &mut self.stage else { return Ok(()) };
         let Some(header) = GgufHeader::parse_prefix(bytes)? else {
+            *next_try = (bytes.len() * 2).clamp(*next_try, MAX_STREAMED_HEADER + 1);
             return match (ended, bytes.len() > MAX_STREAMED_HEADER) {
                 (true, _) => Err(Error::Io(format!(
                     "malformed GGUF: truncated: the model's bytes ended after {} bytes, inside its header",
@@ -463,19 +475,23 @@ impl<'g> StreamLoad<'g> {
                 (false, false) => Ok(()),
             };
         };
+        let held = std::mem::take(bytes);
+        self.begin(header, &held, on_step).await
+    }
+
+    /// Starts on the tensors: the configuration, the tokenizer and what the kernels run are
+    /// checked, then `bytes`, the file's from its first, go to the tensors' pass (the header's
+    /// are passed over).
+    async fn begin(&mut self, header: GgufHeader, bytes: &[u8], on_step: &mut dyn FnMut(LoadStep)) -> Result<()> {
         let config = ModelConfig::from_gguf(&header)?;
         let tokenizer = Tokenizer::from_gguf(&header)?;
         super::forward::check_supported(&header, &config, &self.options, &self.on)?;
-        // Position 0: the bytes held are pushed from the file's start (the header's are passed over).
         let ingest = Ingest::new(&header, &config, self.options.profile, 0)?;
         drop(header);
-        let data = Stage::Data { config: Box::new(config), tokenizer: Box::new(tokenizer), ingest };
-        let Stage::Header { bytes: held, .. } = std::mem::replace(&mut self.stage, data) else {
-            unreachable!("matched above")
-        };
+        self.stage = Stage::Data { config: Box::new(config), tokenizer: Box::new(tokenizer), ingest };
         match &mut self.stage {
-            Stage::Data { ingest, .. } => ingest.push(&self.on, &held, on_step).await,
-            Stage::Header { .. } => unreachable!("replaced above"),
+            Stage::Data { ingest, .. } => ingest.push(&self.on, bytes, on_step).await,
+            Stage::Header { .. } => unreachable!("set above"),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The real models streamed (`StreamLoad`, as the browser loads them: a q8_0 token table made
 //! q8_g32_fp16 a piece of rows at a time, quantized products stacked from parts held until
 //! complete) compute bit for bit what the memory-mapped file does, on the first adapter, in
-//! chunks of up to 64 KiB (a fetch's). And a table block q8_g32_fp16 cannot hold: the mapped
+//! chunks of up to 64 KiB (a fetch's) and in one push. And a table block q8_g32_fp16 cannot hold: the mapped
 //! load keeps the table as stored, the streamed one refuses it, saying why.
 
 use super::forward::{open, selectors};
@@ -14,11 +14,16 @@ use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::testgen::{test_seed, Rng};
 use ninfer_wgpu::Result;
 
-fn streamed<'g>(gpu: &'g Gpu, bytes: &[u8], rng: &mut Rng) -> Result<(GpuForward<'g>, Tokenizer)> {
+/// `bytes` pushed in chunks of up to `max` bytes (0: all in one push).
+fn streamed<'g>(gpu: &'g Gpu, bytes: &[u8], rng: &mut Rng, max: u64) -> Result<(GpuForward<'g>, Tokenizer)> {
     let mut load = StreamLoad::new(gpu, ForwardOptions::default());
     let mut at = 0;
     while at < bytes.len() {
-        let n = (1 + rng.below(64 << 10) as usize).min(bytes.len() - at);
+        let n = match max {
+            0 => bytes.len(),
+            max => 1 + rng.below(max) as usize,
+        }
+        .min(bytes.len() - at);
         block_on(load.push(&bytes[at..at + n], &mut |_| ()))?;
         at += n;
     }
@@ -44,9 +49,12 @@ fn the_real_models_streamed_compute_what_their_mapped_files_do() {
         let expected = block_on(mapped.forward(&ids, Keep::All)).unwrap();
         drop(mapped);
         assert!(expected.iter().all(|x| x.is_finite()), "{}", path.display());
-        let (mut forward, _) = streamed(&gpu, &bytes, &mut rng).unwrap();
-        let got = block_on(forward.forward(&ids, Keep::All)).unwrap();
-        assert!(bits(&got) == bits(&expected), "{}: streamed logits differ (seed {seed})", path.display());
+        // A fetch's chunks, and the whole file in one push (read where it lies).
+        for max in [64 << 10, 0] {
+            let (mut forward, _) = streamed(&gpu, &bytes, &mut rng, max).unwrap();
+            let got = block_on(forward.forward(&ids, Keep::All)).unwrap();
+            assert!(bits(&got) == bits(&expected), "{}, chunks of {max}: logits differ (seed {seed})", path.display());
+        }
         eprintln!("{}: streamed = mapped over {} positions", path.display(), ids.len());
     }
 }
@@ -69,6 +77,6 @@ fn a_table_block_q8_g32_cannot_hold_is_kept_as_stored_mapped_and_refused_streame
     let mapped = block_on(GpuForward::load(&gpu, &file, &config, &ForwardOptions::default()));
     assert!(mapped.is_ok(), "mapped: {:?}", mapped.err());
     drop(mapped);
-    let e = streamed(&gpu, &bytes, &mut rng).err().expect("the streamed load refuses").to_string();
+    let e = streamed(&gpu, &bytes, &mut rng, 64 << 10).err().expect("the streamed load refuses").to_string();
     assert!(e.contains("token_embd.weight") && e.contains("-128") && e.contains("whole file"), "{e}");
 }

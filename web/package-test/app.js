@@ -57,6 +57,28 @@ window.app = {
   cachedModels,
   clearCachedModels,
 
+  // A model streamed into the package's copy whose wasm memory is capped (capped/, made by
+  // web/cap-memory.mjs); then the control: the whole file handed to that copy at once.
+  async capped(url, prompt, n) {
+    let info, result, error;
+    try {
+      const llm = await loadLlmInWorker(url, { cache: false, workerUrl: new URL('./capped/worker.js', location.href) });
+      result = await llm.generate(prompt, { maxTokens: n });
+      info = llm.info;
+      await llm.free();
+    } catch (e) {
+      error = (e && e.message) || String(e);
+    }
+    const whole = await new Promise((resolve) => {
+      const worker = new Worker('./whole-file-worker.js', { type: 'module' });
+      const end = (data) => (worker.terminate(), resolve(data));
+      worker.onmessage = ({ data }) => end(data);
+      worker.onerror = (e) => end({ error: e.message || 'the worker failed' });
+      worker.postMessage({ url });
+    });
+    return { info, result, error, whole };
+  },
+
   // Each failure the page must get as a message (null: it resolved, a failed check).
   async failures(urls) {
     const truncated = await bytesOf(urls.model);
@@ -79,6 +101,7 @@ window.app = {
       badLimit: await messageOf(loadLlmInWorker(urls.model, { cache: false, maxBinding: -5 })),
       badSize: await messageOf(loadLlmInWorker(new Blob([cut]), { size: 'lots' })),
       noWebGpu: await messageOf(loadLlmInWorker(urls.model, { cache: false, workerUrl: './no-webgpu-worker.js' })),
+      outOfMemory: await messageOf(loadLlmInWorker(urls.model, { cache: false, workerUrl: './oom-worker.js' })),
     };
   },
 };

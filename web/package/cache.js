@@ -16,17 +16,39 @@ export async function openCached(url) {
   return { body: response.body, size: Number(size) };
 }
 
-// Keeps `bytes` under `url`. Resolves to 'stored', or to why not ('unavailable', or the
+// An entry for `url` written as its bytes stream past: `write` each chunk, then `close(bytes)`
+// once the last came (or `abort(error)`); `done` resolves to 'stored', or to why not (the
 // browser's refusal, such as a full quota): a model that could not be cached still loads.
-export async function store(url, bytes) {
+// `drop()` removes the entry again (the model it holds did not load). Where Cache Storage is
+// missing, 'unavailable' instead of an entry.
+export function storing(url, size) {
   if (!available()) return 'unavailable';
-  try {
-    const headers = { 'content-type': 'application/octet-stream', [SIZE]: String(bytes.length) };
-    await (await caches.open(NAME)).put(url, new Response(bytes, { headers }));
-    return 'stored';
-  } catch (e) {
-    return `not stored: ${(e && e.message) || e}`;
-  }
+  let controller;
+  const body = new ReadableStream({ start: (c) => (controller = c) });
+  const headers = (bytes) => ({ 'content-type': 'application/octet-stream', [SIZE]: String(bytes) });
+  let counted;
+  const counting = new Promise((resolve) => (counted = resolve));
+  const put = async () => {
+    const cache = await caches.open(NAME);
+    if (size !== null) return cache.put(url, new Response(body, { headers: headers(size) }));
+    // A size known only at the end (a compressed response): written, then rewritten with it,
+    // a stream from the cache into the entry that replaces it.
+    await cache.put(url, new Response(body));
+    const bytes = await counting;
+    const written = await cache.match(url);
+    await cache.put(url, new Response(written.body, { headers: headers(bytes) }));
+  };
+  const done = put().then(
+    () => 'stored',
+    (e) => `not stored: ${(e && e.message) || e}`,
+  );
+  return {
+    write: (chunk) => controller.enqueue(chunk),
+    close: (bytes) => (counted(bytes), controller.close()),
+    abort: (e) => controller.error(e),
+    done,
+    drop: () => done.then(() => caches.open(NAME)).then((cache) => cache.delete(url)),
+  };
 }
 
 /** The cached models: `[{ url, bytes }]`. */

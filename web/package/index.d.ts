@@ -28,7 +28,8 @@ export interface WorkerLlmInfo extends LlmInfo {
   /** For a fetched URL: 'stored', 'off', 'unavailable' or why the browser refused; else null. */
   cached: string | null;
   bytes: number;
-  /** Seconds spent reading the bytes (`load_s` is the upload's). */
+  /** Seconds until the last byte was read: the tensors are checked and uploaded as the bytes
+   *  come, so this includes all but the last of them (`load_s` runs to the bound model). */
   read_s: number;
   /** The worker's wasm memory after the load: its peak, since wasm memory never shrinks. */
   wasm_memory_bytes: number;

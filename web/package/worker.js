@@ -13,10 +13,12 @@
 //   any request that fails                          { id, kind: 'error', message }
 //
 // `source` is an absolute URL string, a Blob (a File), a ReadableStream of bytes or an
-// ArrayBuffer. A URL is read from the browser's Cache Storage when it holds it (cache.js),
-// otherwise fetched, and stored there once the model has loaded.
+// ArrayBuffer. Whatever it is, its bytes are pushed into a NinferLlmStream as they come, each
+// chunk awaited (the read waits for the GPU, so nothing piles up): the file is never whole in
+// wasm memory. A URL is read from the browser's Cache Storage when it holds it (cache.js),
+// otherwise fetched and written to the cache as it streams, kept only if the model loads.
 import init, { NinferLlm } from './ninfer_wgpu.js';
-import { openCached, store } from './cache.js';
+import { openCached, storing } from './cache.js';
 
 const ready = init();
 let llm = null;
@@ -28,58 +30,74 @@ const messageOf = (e) => {
   return globalThis.ninferLastPanic ? `${text}\n${globalThis.ninferLastPanic}` : text;
 };
 
-// Reads a whole body, reporting bytes as they come. A body shorter than its announced length
-// is an error here, not a truncated model handed on; with `atLeast`, a longer one is not (a
-// cross-origin compressed response may announce its compressed length).
-async function readAll(stream, total, report, atLeast = false) {
+// An ArrayBuffer is pushed in pieces of this many bytes: wasm memory holds one at a time.
+const PIECE = 8 << 20;
+
+// Pushes a stream's chunks into `sink` in order, reporting bytes as they come. A body shorter
+// than its announced length is an error here, not a truncated model handed on; with `atLeast`,
+// a longer one is not (a cross-origin compressed response may announce its compressed length).
+async function pump(stream, total, sink, report, atLeast = false) {
   const reader = stream.getReader();
-  const chunks = [];
   let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    bytes += value.length;
-    report(bytes);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.length;
+      report(bytes);
+      await sink(value);
+    }
+  } catch (e) {
+    reader.cancel().catch(() => {});
+    throw e;
   }
   if (total !== null && (bytes < total || (bytes > total && !atLeast))) {
     throw new Error(`the model's stream ended after ${bytes} of its ${total} bytes`);
   }
-  if (chunks.length === 1) return chunks[0];
-  const all = new Uint8Array(bytes);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return all;
+  return bytes;
 }
 
-// The source's bytes, where they came from, and whether they are now cached.
-async function bytesOf(source, options, report) {
+// Pushes the source's bytes into `sink`; resolves to where they came from, how many there were
+// and, for a fetched URL, the cache entry being written (or why there is none).
+async function feed(source, options, sink, report) {
   if (typeof source === 'string') {
     const cached = options.cache === false ? null : await openCached(source);
     if (cached) {
-      return { bytes: await readAll(cached.body, cached.size, (n) => report(n, cached.size, 'cache')), from: 'cache' };
+      const bytes = await pump(cached.body, cached.size, sink, (n) => report(n, cached.size, 'cache'));
+      return { from: 'cache', bytes };
     }
     const response = await fetch(source);
     if (!response.ok) throw new Error(`${source}: HTTP ${response.status} ${response.statusText}`.trim());
     // A compressed response's length is not the body's.
     const length = response.headers.get('content-encoding') ? null : response.headers.get('content-length');
     const total = length === null ? null : Number(length);
-    const bytes = await readAll(response.body, total, (n) => report(n, total, 'network'), true);
-    // Stored by load() once the model has loaded: a bad file is never cached.
-    return { bytes, from: 'network', cached: options.cache === false ? 'off' : 'pending' };
+    const entry = options.cache === false ? 'off' : storing(source, total);
+    const write = typeof entry === 'string' ? sink : (chunk) => (entry.write(chunk), sink(chunk));
+    try {
+      const bytes = await pump(response.body, total, write, (n) => report(n, total, 'network'), true);
+      if (typeof entry !== 'string') entry.close(bytes);
+      return { from: 'network', bytes, entry };
+    } catch (e) {
+      if (typeof entry !== 'string') entry.abort(e);
+      throw e;
+    }
   }
   if (source instanceof Blob) {
-    return { bytes: await readAll(source.stream(), source.size, (n) => report(n, source.size, 'file')), from: 'file' };
+    const bytes = await pump(source.stream(), source.size, sink, (n) => report(n, source.size, 'file'));
+    return { from: 'file', bytes };
   }
   if (source instanceof ReadableStream) {
-    return { bytes: await readAll(source, options.size ?? null, (n) => report(n, options.size ?? null, 'stream')), from: 'stream' };
+    const total = options.size ?? null;
+    return { from: 'stream', bytes: await pump(source, total, sink, (n) => report(n, total, 'stream')) };
   }
   if (source instanceof ArrayBuffer) {
-    report(source.byteLength, source.byteLength, 'memory');
-    return { bytes: new Uint8Array(source), from: 'memory' };
+    const all = new Uint8Array(source);
+    for (let at = 0; at < all.length; at += PIECE) {
+      const piece = all.subarray(at, at + PIECE);
+      report(at + piece.length, all.length, 'memory');
+      await sink(piece);
+    }
+    return { from: 'memory', bytes: all.length };
   }
   throw new Error('a model source is a URL, a Blob or File, a ReadableStream or an ArrayBuffer');
 }
@@ -90,17 +108,36 @@ async function load(id, source, options) {
     llm.free();
     llm = null;
   }
-  const report = (bytes, total, from) => post({ id, kind: 'progress', phase: 'read', bytes, total, from });
+  let from = null;
+  const report = (bytes, total, source) => {
+    from = source;
+    post({ id, kind: 'progress', phase: 'read', bytes, total, from });
+  };
   const started = performance.now();
-  const { bytes, from, cached } = await bytesOf(source, options, report);
-  const read_s = (performance.now() - started) / 1000;
   const { profile, context, maxBufferSize, maxBinding } = options;
   const onProgress = (phase, done, of) => post({ id, kind: 'progress', phase, done, of, from });
-  llm = await NinferLlm.load(bytes, { profile, context, maxBufferSize, maxBinding, onProgress });
-  const stored = cached === 'pending' ? await store(source, bytes) : cached;
+  const stream = await NinferLlm.stream({ profile, context, maxBufferSize, maxBinding, onProgress });
+  let fed;
+  try {
+    fed = await feed(source, options, (chunk) => stream.push(chunk), report);
+  } finally {
+    // A failed push has already dropped the load; this frees the handle either way.
+    if (!fed) stream.free();
+  }
+  const read_s = (performance.now() - started) / 1000;
+  let cached = fed.entry === undefined ? null : fed.entry;
+  try {
+    llm = await stream.finish();
+  } catch (e) {
+    if (cached !== null && typeof cached !== 'string') cached.drop();
+    throw e;
+  } finally {
+    stream.free();
+  }
+  if (cached !== null && typeof cached !== 'string') cached = await cached.done;
   // The module's memory never shrinks: its size now is the load's peak.
   const wasm_memory_bytes = wasm.memory.buffer.byteLength;
-  return { ...llm.info(), from, cached: stored ?? null, bytes: bytes.length, read_s, wasm_memory_bytes };
+  return { ...llm.info(), from: fed.from, cached, bytes: fed.bytes, read_s, wasm_memory_bytes };
 }
 
 async function generate(id, prompt, options) {
