@@ -1,6 +1,8 @@
 //! The browser's text generation: `NinferLlm.load(bytes, options)` uploads a model's GGUF once
 //! (any architecture `llm::arch` lists; the file's bytes are dropped after the upload; the
-//! tokenizer keeps its vocabulary), and `generate(prompt, options, onToken)` runs the same loop
+//! tokenizer keeps its vocabulary), or `NinferLlm.stream(options)` takes its bytes as they come
+//! (`llm::StreamLoad`: never the whole file in wasm memory), and
+//! `generate(prompt, options, onToken)` runs the same loop
 //! as the CLI's `generate` (the library's `llm::generate`), calling `onToken` as each token
 //! comes and resolving to the CLI's `--json` fields of the generation (the process's and
 //! device's are in `info()`).
@@ -18,9 +20,9 @@ use wasm_bindgen_futures::future_to_promise;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
-/** NinferLlm.load's options. `onProgress` is called after each tensor is checked (`validate`:
- *  types, shapes, every weight finite) and each upload is bound (`upload`: the token table,
- *  each block, the head), `done` of `of`. */
+/** NinferLlm.load's and stream's options. `onProgress` is called after each tensor is checked
+ *  and put on the device (`validate`: types, shapes, every weight finite), then as the work is
+ *  bound (`upload`: the token table, each block, the head), `done` of `of`. */
 export interface LlmLoadOptions {
   profile?: "a32" | "a8"; context?: number;
   /** `NinferLlm.load` only: the adapter's limits lowered (bytes), to try a smaller device. */
