@@ -1,6 +1,7 @@
-//! One block of the GPU forward: its weights uploaded and its work bound, a block at a time
-//! (`Block::bind`), then recorded into a step's pass (`Block::record`). What the block reads
-//! and writes between kernels lives in [`Activations`], shared by every block.
+//! One block of the GPU forward: its work bound over the weights the load made, a block at a
+//! time (`Block::bind`), then recorded into a step's pass (`Block::record`, by kind of dispatch:
+//! [`DispatchKind`]). What the block reads and writes between kernels lives in
+//! [`Activations`], shared by every block, with RoPE's table.
 
 use super::arch::{Activation, Norms, Pairing};
 use super::config::ModelConfig;
@@ -10,6 +11,66 @@ use super::uniforms::{Attention, Gated, Heads, Norm};
 use super::upload::{bind_stacked, upload_f32};
 use crate::error::Result;
 use crate::gpu::{BoundOp, DeviceSlice, Gpu, GpuTensor, Profile};
+
+/// Writes [`DispatchKind`] from one table: each kind, in the order a step records them, with
+/// the name a profile prints.
+macro_rules! dispatch_kinds {
+    ($($kind:ident => $name:literal,)*) => {
+        /// The kinds of dispatch a step records: where a token's time goes, kind by kind
+        /// ([`GpuForward::step_only`](super::GpuForward::step_only), `examples/step_profile.rs`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum DispatchKind {
+            $($kind,)*
+        }
+
+        impl DispatchKind {
+            /// In the order a step records them.
+            pub const ALL: &'static [DispatchKind] = &[$(DispatchKind::$kind,)*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(DispatchKind::$kind => $name,)*
+                }
+            }
+        }
+    };
+}
+
+dispatch_kinds! {
+    Gather => "gather",
+    Embed => "embed (scale, first norm)",
+    QkvProduct => "q, k, v products",
+    QkRope => "q/k norm, RoPE, cache write",
+    Attention => "attention",
+    OutputProduct => "attention output product",
+    PostAttentionNorm => "post-attention norm",
+    GateUpProduct => "gate, up products",
+    Gated => "GeGLU / SwiGLU",
+    DownProduct => "down product",
+    PostFfwNorm => "post-FFN norm",
+    Head => "output head (+ soft-cap)",
+}
+
+/// The RoPE angles' (cos, sin) for every position and pair: [global, local][position][pair].
+/// Each pair's angle as the CPU reference computes it (`reference::rope_angle`): the block's
+/// base and scale, and the file's frequency factors where it has them.
+pub(super) fn rope_table(weights: &mut Weights, c: &ModelConfig, context: usize) -> Result<Vec<f32>> {
+    let (d, half) = (c.key_length, c.key_length / 2);
+    let factors = match c.rope_factors {
+        true => weights.values(super::config::ROPE_FACTORS)?,
+        false => vec![1.0; half],
+    };
+    let mut t = Vec::with_capacity(2 * context * half * 2);
+    for (base, scale) in [(c.rope_base_global, c.rope_scale_global), (c.rope_base_local, c.rope_scale_local)] {
+        for pos in 0..context {
+            for (i, &factor) in factors.iter().enumerate() {
+                let theta = super::reference::rope_angle(pos, i, d, base, scale, factor);
+                t.extend([theta.cos() as f32, theta.sin() as f32]);
+            }
+        }
+    }
+    Ok(t)
+}
 
 /// The step's buffers every block's kernels read and write, and what binds them.
 pub(super) struct Activations {
@@ -240,24 +301,49 @@ impl Block {
         Ok((block, Held { tensors, buffers }))
     }
 
-    /// Records the block's work for `j` token columns.
-    pub(super) fn record(&self, p: &mut wgpu::ComputePass<'_>, c: &ModelConfig, j: u32) -> Result<()> {
+    /// Records the block's work for `j` token columns: the dispatches of the kinds `keep` takes
+    /// (every kind, but in a profile); returns how many it recorded.
+    pub(super) fn record(
+        &self,
+        p: &mut wgpu::ComputePass<'_>,
+        c: &ModelConfig,
+        j: u32,
+        keep: &dyn Fn(DispatchKind) -> bool,
+    ) -> Result<u32> {
+        use DispatchKind as K;
         let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
-        for op in &self.qkv {
-            op.record(p, j)?;
+        let mut n = 0;
+        let mut products = |kind, ops: &[BoundOp], p: &mut wgpu::ComputePass<'_>| -> Result<()> {
+            if keep(kind) {
+                for op in ops {
+                    op.record(p, j)?;
+                    n += 1;
+                }
+            }
+            Ok(())
+        };
+        products(K::QkvProduct, &self.qkv, p)?;
+        if keep(K::QkRope) {
+            self.qk_rope.record(p, heads + 2 * kv, j);
         }
-        self.qk_rope.record(p, heads + 2 * kv, j);
-        let groups = kv * (heads / kv).div_ceil(4);
-        let splits = if groups * j < ATTENTION_SPLIT_BELOW { ATTENTION_SPLITS } else { 1 };
-        self.attention.record_3d(p, groups, j, splits);
-        self.o.record(p, j)?;
-        self.post_attention.record(p, j, 1);
-        for op in &self.gate_up {
-            op.record(p, j)?;
+        if keep(K::Attention) {
+            let groups = kv * (heads / kv).div_ceil(4);
+            let splits = if groups * j < ATTENTION_SPLIT_BELOW { ATTENTION_SPLITS } else { 1 };
+            self.attention.record_3d(p, groups, j, splits);
         }
-        self.gated.record(p, (c.feed_forward as u32).div_ceil(LLM_WG), j);
-        self.down.record(p, j)?;
-        self.post_ffw.record(p, j, 1);
-        Ok(())
+        products(K::OutputProduct, std::slice::from_ref(&self.o), p)?;
+        if keep(K::PostAttentionNorm) {
+            self.post_attention.record(p, j, 1);
+        }
+        products(K::GateUpProduct, &self.gate_up, p)?;
+        if keep(K::Gated) {
+            self.gated.record(p, (c.feed_forward as u32).div_ceil(LLM_WG), j);
+        }
+        products(K::DownProduct, std::slice::from_ref(&self.down), p)?;
+        if keep(K::PostFfwNorm) {
+            self.post_ffw.record(p, j, 1);
+        }
+        let kernels = [K::QkRope, K::Attention, K::PostAttentionNorm, K::Gated, K::PostFfwNorm];
+        Ok(n + kernels.into_iter().filter(|&k| keep(k)).count() as u32)
     }
 }

@@ -5,7 +5,8 @@
 //! or one generated token) is one recorded pass, one submission and one read-back of the logits
 //! it keeps.
 
-use super::block::{Activations, Block};
+pub use super::block::DispatchKind;
+use super::block::{rope_table, Activations, Block};
 use super::config::ModelConfig;
 use super::ingest::{Ingest, Weights};
 use super::kernels::{Dispatch, ModelKernel, Pipelines, HEAD_MAX, LLM_WG};
@@ -27,8 +28,9 @@ pub struct ForwardOptions {
     pub batch: u32,
 }
 
-/// How far a load has come: tensors checked (types, shapes, every weight finite), then
-/// uploads bound (the token table, each block, the head), `done` of `of` each.
+/// How far a load has come: tensors checked (types, shapes, every weight finite) and put on
+/// the device as the pass over the file meets them, then the work bound (the token table,
+/// each block, the head), `done` of `of` each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoadStep {
     Validated { done: usize, of: usize },
@@ -244,27 +246,6 @@ fn head_columns(c: &ModelConfig, options: &ForwardOptions, gpu: &Gpu) -> Result<
         ))),
         columns => Ok(columns),
     }
-}
-
-/// The RoPE angles' (cos, sin) for every position and pair: [global, local][position][pair].
-/// Each pair's angle as the CPU reference computes it (`reference::rope_angle`): the block's
-/// base and scale, and the file's frequency factors where it has them.
-fn rope_table(weights: &mut Weights, c: &ModelConfig, context: usize) -> Result<Vec<f32>> {
-    let (d, half) = (c.key_length, c.key_length / 2);
-    let factors = match c.rope_factors {
-        true => weights.values(super::config::ROPE_FACTORS)?,
-        false => vec![1.0; half],
-    };
-    let mut t = Vec::with_capacity(2 * context * half * 2);
-    for (base, scale) in [(c.rope_base_global, c.rope_scale_global), (c.rope_base_local, c.rope_scale_local)] {
-        for pos in 0..context {
-            for (i, &factor) in factors.iter().enumerate() {
-                let theta = super::reference::rope_angle(pos, i, d, base, scale, factor);
-                t.extend([theta.cos() as f32, theta.sin() as f32]);
-            }
-        }
-    }
-    Ok(t)
 }
 
 impl GpuForward<'static> {
@@ -531,21 +512,7 @@ impl<'g> GpuForward<'g> {
         gpu.write(&self.step, 0, bytemuck::cast_slice::<Step, u32>(&[step]))?;
         let c = &self.config;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            let p = &mut pass;
-            self.gather.record(p, j)?;
-            self.embed.record(p, j, 1);
-            for b in &self.blocks {
-                b.record(p, c, j)?;
-            }
-            if kept > 0 {
-                out.head.record(p, kept as u32)?;
-                if let Some(softcap) = &out.softcap {
-                    softcap.record(p, (c.vocab as u32).div_ceil(LLM_WG), kept as u32);
-                }
-            }
-        }
+        self.record(&mut encoder, out, j, kept as u32, &|_| true)?;
         let bytes = kept as u64 * c.vocab as u64 * 4;
         if bytes > 0 {
             encoder.copy_buffer_to_buffer(&out.logits, 0, &out.staging, 0, bytes);
@@ -559,5 +526,59 @@ impl<'g> GpuForward<'g> {
         let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&words);
         super::weights::check_logits(&logits, c.vocab, self.position - kept)?;
         Ok(logits)
+    }
+
+    /// Records a step's dispatches of the kinds `keep` takes into one pass: `j` columns, the
+    /// logits of the last `kept` into `out`. Returns how many it recorded.
+    fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        out: &Logits,
+        j: u32,
+        kept: u32,
+        keep: &dyn Fn(DispatchKind) -> bool,
+    ) -> Result<u32> {
+        let c = &self.config;
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        let p = &mut pass;
+        let mut n = 0;
+        if keep(DispatchKind::Gather) {
+            self.gather.record(p, j)?;
+            n += 1;
+        }
+        if keep(DispatchKind::Embed) {
+            self.embed.record(p, j, 1);
+            n += 1;
+        }
+        for b in &self.blocks {
+            n += b.record(p, c, j, keep)?;
+        }
+        if kept > 0 && keep(DispatchKind::Head) {
+            out.head.record(p, kept)?;
+            n += 1;
+            if let Some(softcap) = &out.softcap {
+                softcap.record(p, (c.vocab as u32).div_ceil(LLM_WG), kept);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// A profile's step: one token at the current position with only the dispatches of the
+    /// kinds `keep` takes (the others' outputs stay as they were: a timing, not a result),
+    /// waited for; the position does not move and no logits are read. Returns the dispatches
+    /// recorded.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub async fn step_only(&mut self, token: u32, keep: &dyn Fn(DispatchKind) -> bool) -> Result<u32> {
+        check_run(&self.config, &[token], self.position, self.context)?;
+        let gpu: &Gpu = &self.gpu;
+        gpu.write(&self.ids, 0, &[token])?;
+        let step = Step { columns: 1, pos0: self.position as u32, out_from: 0, pad: 0 };
+        gpu.write(&self.step, 0, bytemuck::cast_slice::<Step, u32>(&[step]))?;
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let n = self.record(&mut encoder, &self.one, 1, 1, keep)?;
+        gpu.submit(encoder).await?;
+        gpu.wait()?;
+        Ok(n)
     }
 }

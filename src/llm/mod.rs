@@ -22,7 +22,7 @@ pub mod weights;
 
 pub use arch::Architecture;
 pub use config::{Gemma3Config, ModelConfig};
-pub use forward::{ForwardOptions, GpuForward, Keep, LoadStep};
+pub use forward::{DispatchKind, ForwardOptions, GpuForward, Keep, LoadStep};
 pub use generate::{generate, Event, Flow, Forward, Generated, Request};
 pub use ingest::StreamLoad;
 pub use reference::{Reference, Session};

@@ -9,7 +9,9 @@ use super::{open, selectors};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{GpuOptions, Profile};
 use ninfer_wgpu::llm::judge::{agreement, forward_limit, relative_l2};
-use ninfer_wgpu::llm::{Architecture, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer};
+use ninfer_wgpu::llm::{
+    Architecture, DispatchKind, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer,
+};
 use ninfer_wgpu::native::block_on;
 
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/model/tiny-gemma3.gguf");
@@ -133,4 +135,23 @@ fn heads_the_attention_kernel_cannot_hold_are_refused() {
             "{err}"
         );
     }
+}
+
+/// A profile's steps (`step_only`, examples/step_profile.rs) cover the whole step: each kind's
+/// dispatches, summed, are the whole step's; none records nothing; the position stays.
+#[test]
+fn a_profiles_kinds_add_up_to_the_whole_step() {
+    let file = GgufFile::from_bytes(std::fs::read(SEED).unwrap()).unwrap();
+    let config = ModelConfig::from_gguf(&file).unwrap();
+    let Some(selector) = selectors().into_iter().next() else { return };
+    let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
+    let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &Default::default())).unwrap();
+    block_on(forward.forward(&[1, 2, 3], Keep::Last)).unwrap();
+    let whole = block_on(forward.step_only(4, &|_| true)).unwrap();
+    let kinds: u32 = DispatchKind::ALL.iter().map(|&k| block_on(forward.step_only(4, &|x| x == k)).unwrap()).sum();
+    assert_eq!(kinds, whole, "the kinds' dispatches");
+    // gather, embed, 9 a block (q/k/v stacked in one product: f32), the head.
+    assert_eq!(whole, 2 + 9 * config.blocks as u32 + 1);
+    assert_eq!(block_on(forward.step_only(4, &|_| false)).unwrap(), 0);
+    assert_eq!(forward.position(), 3, "a profile's step does not move the position");
 }
