@@ -83,6 +83,9 @@ try {
   console.log(`load: network ${first.info.read_s.toFixed(3)} s to the last byte, ${first.info.load_s.toFixed(3)} s to the bound model; ` +
     `cache ${second.info.read_s.toFixed(3)} s, ${second.info.load_s.toFixed(3)} s (${first.info.bytes} bytes); ` +
     `wasm memory after the load ${first.info.wasm_memory_bytes} bytes`);
+  const memory = await within('generate from bytes', 300, page.evaluate(([url, prompt, n]) => window.app.fromMemory(url, prompt, n), [m.url, m.prompt, m.n]));
+  check(memory.info.from === 'memory' && JSON.stringify(memory.result.tokens) === JSON.stringify(native.tokens),
+    `handed over as bytes (${memory.info.from}), it generates the same tokens`);
   const dropped = await page.evaluate(() => window.app.clearCachedModels());
   const left = await page.evaluate(() => window.app.cachedModels());
   check(dropped === 1 && left.length === 0, `clearCachedModels dropped ${dropped}, ${left.length} left`);

@@ -38,6 +38,15 @@ window.app = {
     return { info, result, streamed, progress, afterFree };
   },
 
+  // The same model handed over as bytes (streamed into the worker's wasm in pieces).
+  async fromMemory(url, prompt, n) {
+    const llm = await loadLlmInWorker(await bytesOf(url), {});
+    const result = await llm.generate(prompt, { maxTokens: n });
+    const info = llm.info;
+    await llm.free();
+    return { info, result };
+  },
+
   // Aborts at the `at`-th token: in the worker, and on the page's thread (NinferLlm itself).
   async abortInWorker(url, prompt, n, at) {
     const llm = await loadLlmInWorker(url, { cache: false });
