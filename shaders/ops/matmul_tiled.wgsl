@@ -50,17 +50,20 @@ fn dot_chunk(w: Chunk, x: Chunk) -> f32 {
 // shaders/ops/matmul_a32.wgsl), with one sum per row instead of TILE_COLUMNS, which CPU drivers
 // would keep in memory. Where a CPU driver's tiled kernel is the subgroup variant this is its
 // matvec for most formats (src/gpu/kernels/geometry.rs, matvec_by_rows).
+// The four rows are written out and decoded whatever their index: a row past the pass's end
+// reads bytes that are not its own (or zeros, past the binding) and only its write is skipped.
+// A loop over the rows, or a decode under `row < P.rows`, made a CPU driver blend every decoded
+// value under the lanes' mask and keep the sums in memory: a third more instructions
+// (docs/performance.md#one-column-without-masks).
 fn one_column(t: Tile, li: u32, lane: u32) {
     var sums = vec4<f32>(0.0);
     for (var c = 0u; c < P.chunks; c++) {
         stage_step(t.j0, 1u, c, li);
         let x = column_step(t.j0, 0u, c, lane);
-        for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
-            var q: Chunk;
-            var f = vec4<f32>(0.0);
-            levels_or_zero(t.row + b, c, &q, &f);
-            sums[b] += chunk_dot(q, f, x);
-        }
+        sums.x += chunk_dot(chunk_levels(t.row, c), chunk_affine(t.row, c), x);
+        sums.y += chunk_dot(chunk_levels(t.row + 1u, c), chunk_affine(t.row + 1u, c), x);
+        sums.z += chunk_dot(chunk_levels(t.row + 2u, c), chunk_affine(t.row + 2u, c), x);
+        sums.w += chunk_dot(chunk_levels(t.row + 3u, c), chunk_affine(t.row + 3u, c), x);
     }
     for (var b = 0u; b < TILED_ROW_BLOCK; b++) {
         if t.row + b < P.rows {
