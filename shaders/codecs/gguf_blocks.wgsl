@@ -45,6 +45,25 @@ fn block_words4(b: u32) -> vec4<u32> {
     return (lo >> vec4<u32>(s)) | ((hi << vec4<u32>(1u)) << vec4<u32>(31u - s));
 }
 
+// The eight u32 at bytes b..b + 32, as two block_words4 but in nine aligned loads funnel-shifted
+// where those would take ten (q6_K's 210-byte blocks).
+fn block_words8(b: u32) -> array<vec4<u32>, 2> {
+    if BLOCK_BYTES % 4u == 0u {
+        return array<vec4<u32>, 2>(block_words4(b), block_words4(b + 16u));
+    }
+    let w = b >> 2u;
+    let s = (b & 3u) * 8u;
+    let lo0 = vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
+    let lo1 = vec4<u32>(plane0[w + 4u], plane0[w + 5u], plane0[w + 6u], plane0[w + 7u]);
+    let hi0 = vec4<u32>(lo0.yzw, lo1.x);
+    let hi1 = vec4<u32>(lo1.yzw, plane0[w + 8u]);
+    // As block_words4: (x << 1) << (31 - s) is x << (32 - s), and 0 for s = 0.
+    return array<vec4<u32>, 2>(
+        (lo0 >> vec4<u32>(s)) | ((hi0 << vec4<u32>(1u)) << vec4<u32>(31u - s)),
+        (lo1 >> vec4<u32>(s)) | ((hi1 << vec4<u32>(1u)) << vec4<u32>(31u - s)),
+    );
+}
+
 // The two u32 at bytes b..b + 8, as block_words4: two loads for blocks of whole words, else
 // three aligned loads funnel-shifted (where two unaligned u32 would take four).
 fn block_words2(b: u32) -> vec2<u32> {
@@ -508,8 +527,8 @@ fn levels_q6_k(base: u32, j: u32, in_row: u32) -> Chunk {
     let t = j % 4u;
     var q: Chunk;
     let at = base + 64u * n + select(0u, 32u, (t & 1u) == 1u);
-    let lw = array<vec4<u32>, 2>(block_words4(at), block_words4(at + 16u));
-    let hw = array<vec4<u32>, 2>(block_words4(base + 128u + 32u * n), block_words4(base + 144u + 32u * n));
+    let lw = block_words8(at);
+    let hw = block_words8(base + 128u + 32u * n);
     for (var i = 0u; i < 8u; i++) {
         let ql = vec4<u32>(lw[i / 4u][i % 4u]);
         let qh = vec4<u32>(hw[i / 4u][i % 4u]);
