@@ -4,7 +4,10 @@
 //! timed from record to done, against the whole step and an empty one, in the same run. On a
 //! device that runs dispatches one after another (lavapipe) a kind's time less the empty
 //! step's is its cost; the kinds' costs should add up to the whole step's.
-//! `cargo run --release --example step_profile -- MODEL.gguf [--adapter NAME] [--depth N]`.
+//! `--columns N` profiles a prompt's step instead: N tokens at once (at most the batch, 64);
+//! `--attention-workgroup N` sets the attention kernel's workgroup (`ForwardOptions`).
+//! `cargo run --release --example step_profile -- MODEL.gguf [--adapter NAME] [--depth N] [--columns N]
+//! [--attention-workgroup N]`.
 
 use ninfer_wgpu::bench::{median_time, Timing};
 use ninfer_wgpu::gguf::reader::GgufFile;
@@ -18,33 +21,46 @@ fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let Some(path) = args.first().filter(|a| !a.starts_with("--")) else {
-        return Err(Error::Unsupported("usage: step_profile MODEL.gguf [--adapter NAME] [--depth N]".into()));
+        return Err(Error::Unsupported(
+            "usage: step_profile MODEL.gguf [--adapter NAME] [--depth N] [--columns N] [--attention-workgroup N]"
+                .into(),
+        ));
     };
     let depth: usize = match flag("--depth") {
         Some(d) => d.parse().map_err(|_| Error::Unsupported(format!("--depth {d} is not a count")))?,
         None => 128,
     };
+    let columns: usize = match flag("--columns") {
+        Some(c) => c.parse().map_err(|_| Error::Unsupported(format!("--columns {c} is not a count")))?,
+        None => 1,
+    };
     let gpu = block_on(Gpu::open(&GpuOptions { adapter: flag("--adapter"), ..Default::default() }))?;
     let file = GgufFile::open(path)?;
     let config = ModelConfig::from_gguf(&file)?;
-    let options = ForwardOptions { context: depth + 64, ..Default::default() };
+    let attention_workgroup = match flag("--attention-workgroup") {
+        Some(n) => {
+            Some(n.parse().map_err(|_| Error::Unsupported(format!("--attention-workgroup {n} is not a count")))?)
+        }
+        None => None,
+    };
+    let options = ForwardOptions { context: depth + columns.max(64), attention_workgroup, ..Default::default() };
     let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options))?;
     // Any ids: the cache's depth, not its contents, sets the attention's work.
     let ids: Vec<u32> = (0..depth as u32).map(|i| 1000 + i % 5000).collect();
     block_on(forward.forward(&ids, Keep::Last))?;
-    let token = 1000;
+    let tokens: Vec<u32> = (0..columns as u32).map(|i| 1000 + i).collect();
     let timing = Timing { warmup: 2, min_runs: 9, min_time: Duration::from_millis(400), max_runs: 60 };
     let mut time = |keep: &dyn Fn(DispatchKind) -> bool| -> Result<(u32, f64), Error> {
         let mut n = 0;
         let t = median_time(timing, || {
-            n = block_on(forward.step_only(token, keep))?;
+            n = block_on(forward.columns_only(&tokens, keep))?;
             Ok(())
         })?;
         Ok((n, t.as_secs_f64() * 1e3))
     };
     let (_, empty) = time(&|_| false)?;
     let (all_n, all) = time(&|_| true)?;
-    println!("{} on {}, depth {depth}, one token a step (median ms)", path, gpu.platform().summary());
+    println!("{} on {}, depth {depth}, {columns} token(s) a step (median ms)", path, gpu.platform().summary());
     println!("| dispatch kind | dispatches | ms, alone | less the empty step | share of the step |");
     println!("|---|---|---|---|---|");
     let mut sum = 0.0;

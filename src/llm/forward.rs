@@ -9,7 +9,7 @@ pub use super::block::DispatchKind;
 use super::block::{rope_table, Activations, Block};
 use super::config::ModelConfig;
 use super::ingest::{Ingest, Weights};
-use super::kernels::{Dispatch, ModelKernel, Pipelines, HEAD_MAX, LLM_WG};
+use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_WG_CPU, HEAD_MAX, LLM_WG};
 use super::uniforms::{Norm, Softcap, Step};
 use super::upload::upload_f32;
 use crate::error::{Error, Result};
@@ -26,6 +26,10 @@ pub struct ForwardOptions {
     pub context: usize,
     /// The most tokens one step takes (a prompt goes through in steps of this many columns).
     pub batch: u32,
+    /// Invocations in the attention kernel's workgroup, a power of two up to [`LLM_WG`];
+    /// `None`: the adapter's ([`ATTENTION_WG_CPU`] on CPU drivers, [`LLM_WG`] on GPUs). Set,
+    /// it runs the other shape on one adapter (tests, profiles).
+    pub attention_workgroup: Option<u32>,
 }
 
 /// How far a load has come: tensors checked (types, shapes, every weight finite) and put on
@@ -35,6 +39,15 @@ pub struct ForwardOptions {
 pub enum LoadStep {
     Validated { done: usize, of: usize },
     Uploaded { done: usize, of: usize },
+}
+
+/// The attention's workgroup for `options` on `gpu`: the one asked for, else the adapter's.
+fn attention_workgroup(options: &ForwardOptions, gpu: &Gpu) -> u32 {
+    match options.attention_workgroup {
+        Some(n) => n,
+        None if gpu.platform().device_type == "Cpu" => ATTENTION_WG_CPU,
+        None => LLM_WG,
+    }
 }
 
 /// The cache a run gets unless it asks: 4096 positions (gemma-3-270m's 18 blocks: 151 MB).
@@ -71,7 +84,7 @@ pub fn check_run(config: &ModelConfig, tokens: &[u32], position: usize, context:
 
 impl Default for ForwardOptions {
     fn default() -> Self {
-        ForwardOptions { profile: Profile::A32, context: 0, batch: 64 }
+        ForwardOptions { profile: Profile::A32, context: 0, batch: 64, attention_workgroup: None }
     }
 }
 
@@ -222,6 +235,13 @@ pub(super) fn check_supported(
     if options.batch == 0 {
         return Err(Error::Unsupported("a batch of 0 tokens".into()));
     }
+    if let Some(n) = options.attention_workgroup {
+        if !n.is_power_of_two() || n > LLM_WG {
+            return Err(Error::Unsupported(format!(
+                "an attention workgroup of {n} invocations: it takes a power of two up to {LLM_WG}"
+            )));
+        }
+    }
     let head = if c.separate_head { "output.weight" } else { "token_embd.weight" };
     let profile_op = options.profile.op();
     for name in product_tensors(c).iter().map(String::as_str).chain([head]) {
@@ -318,7 +338,7 @@ impl<'g> GpuForward<'g> {
         let (h, kv) = (c.heads as u64, c.kv_heads as u64);
         let qkv_stride = h * kl + kv * kl + kv * vl;
 
-        let pipelines = Pipelines::new(gpu).await?;
+        let pipelines = Pipelines::new(gpu, attention_workgroup(options, gpu)).await?;
         let ids = gpu.create_buffer(jb, "token ids").await?;
         let step = gpu
             .scoped("allocating the step uniform", || {
@@ -570,13 +590,29 @@ impl<'g> GpuForward<'g> {
     /// recorded.
     #[cfg(not(target_arch = "wasm32"))]
     pub async fn step_only(&mut self, token: u32, keep: &dyn Fn(DispatchKind) -> bool) -> Result<u32> {
-        check_run(&self.config, &[token], self.position, self.context)?;
+        self.columns_only(&[token], keep).await
+    }
+
+    /// A profile's prompt step: `tokens` (at most the forward's batch) at the current position,
+    /// as [`step_only`](Self::step_only) records one: only the kinds `keep` takes, the last
+    /// token's logits, the position unmoved.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub async fn columns_only(&mut self, tokens: &[u32], keep: &dyn Fn(DispatchKind) -> bool) -> Result<u32> {
+        check_run(&self.config, tokens, self.position, self.context)?;
+        if tokens.len() > self.batch as usize {
+            return Err(Error::Unsupported(format!(
+                "a profile's step of {} tokens: the forward was loaded for batches of at most {}",
+                tokens.len(),
+                self.batch
+            )));
+        }
         let gpu: &Gpu = &self.gpu;
-        gpu.write(&self.ids, 0, &[token])?;
-        let step = Step { columns: 1, pos0: self.position as u32, out_from: 0, pad: 0 };
+        gpu.write(&self.ids, 0, tokens)?;
+        let j = tokens.len() as u32;
+        let step = Step { columns: j, pos0: self.position as u32, out_from: j - 1, pad: 0 };
         gpu.write(&self.step, 0, bytemuck::cast_slice::<Step, u32>(&[step]))?;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let n = self.record(&mut encoder, &self.one, 1, 1, keep)?;
+        let n = self.record(&mut encoder, &self.one, j, 1, keep)?;
         gpu.submit(encoder).await?;
         gpu.wait()?;
         Ok(n)

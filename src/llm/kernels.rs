@@ -25,8 +25,15 @@ pub enum ModelKernel {
     Softcap,
 }
 
-/// Every model kernel's workgroup size (`LLM_WG` in the WGSL, written from here).
+/// Every model kernel's workgroup size (`LLM_WG` in the WGSL, written from here), but the
+/// attention's on CPU drivers ([`ATTENTION_WG_CPU`]).
 pub const LLM_WG: u32 = 128;
+/// The attention kernel's workgroup on CPU drivers: one SIMD program of lavapipe's. A CPU
+/// driver runs a workgroup's programs one after another and switches between them at every
+/// barrier, and a chunk of the attention has 19; with 128 invocations (16 programs) those
+/// switches were most of its time: a decode step's attention 6.9 → 4.5 ms at depth 128 on
+/// SmolLM2-135M, a 64-token prompt step's 188 → 110 ms (docs/llm.md#attention-on-cpu-drivers).
+pub const ATTENTION_WG_CPU: u32 = 8;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
 /// from here): its workgroup keeps a query of this many vec4s (four heads), and each invocation
 /// at most `HEAD_MAX / (4 · LLM_WG)` vec4s of values, rounded up.
@@ -55,9 +62,22 @@ impl ModelKernel {
         }
     }
 
-    /// The complete WGSL module: the constants the host also uses, the shared part, then the
-    /// kernel's file.
+    /// The kernel's workgroup size: `attention` is the attention's, the others' is [`LLM_WG`].
+    pub fn workgroup_size(self, attention: u32) -> u32 {
+        match self {
+            ModelKernel::Attention => attention,
+            ModelKernel::Norm | ModelKernel::QkRope | ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
+        }
+    }
+
+    /// The complete WGSL module as a GPU runs it ([`LLM_WG`] invocations a workgroup).
     pub fn source(self) -> String {
+        self.source_for(LLM_WG)
+    }
+
+    /// The complete WGSL module with `attention` invocations in the attention's workgroup: the
+    /// constants the host also uses, the shared part, then the kernel's file.
+    pub fn source_for(self, attention: u32) -> String {
         let own = match self {
             ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
             ModelKernel::QkRope => include_str!("../../shaders/llm/qk_rope.wgsl"),
@@ -66,8 +86,9 @@ impl ModelKernel {
             ModelKernel::Softcap => include_str!("../../shaders/llm/softcap.wgsl"),
         };
         format!(
-            "// llm/{}\nconst LLM_WG: u32 = {LLM_WG}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{}{COMMON}\n{own}",
+            "// llm/{}\nconst LLM_WG: u32 = {}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{}{COMMON}\n{own}",
             self.entry_point(),
+            self.workgroup_size(attention),
             super::uniforms::wgsl()
         )
     }
@@ -79,7 +100,8 @@ pub(super) struct Pipelines {
 }
 
 impl Pipelines {
-    pub(super) async fn new(gpu: &Gpu) -> Result<Pipelines> {
+    /// Every kernel compiled for `gpu`, the attention's workgroup `attention` invocations.
+    pub(super) async fn new(gpu: &Gpu, attention: u32) -> Result<Pipelines> {
         let mut pipelines = Vec::new();
         for kernel in ModelKernel::ALL {
             let device = gpu.device();
@@ -87,7 +109,7 @@ impl Pipelines {
                 .scoped(&format!("compiling the model kernel {}", kernel.entry_point()), || {
                     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some(kernel.entry_point()),
-                        source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+                        source: wgpu::ShaderSource::Wgsl(kernel.source_for(attention).into()),
                     });
                     device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                         label: Some(kernel.entry_point()),

@@ -1,0 +1,63 @@
+//! The attention's two workgroup shapes (`ForwardOptions::attention_workgroup`: 128 invocations,
+//! as GPUs run it, and 8, as CPU drivers do) in one process, steps alternated: on a shared VM
+//! whose speed moves by tens of percent between runs, alternating in one process is what shows
+//! a change (docs/llm.md#attention-on-cpu-drivers). Both forwards are filled to `DEPTH`, then
+//! `RUNS` rounds time a step of `COLUMNS` tokens with only the kind named (`all`: every kind)
+//! on each, in turns; printed: median, 10th and 90th percentile, ms.
+//! `cargo run --release --example attention_ab -- MODEL.gguf DEPTH RUNS COLUMNS [KIND] [--adapter NAME]`.
+
+use ninfer_wgpu::gguf::reader::GgufFile;
+use ninfer_wgpu::gpu::{Gpu, GpuOptions};
+use ninfer_wgpu::llm::kernels::{ATTENTION_WG_CPU, LLM_WG};
+use ninfer_wgpu::llm::{DispatchKind, ForwardOptions, GpuForward, Keep, ModelConfig};
+use ninfer_wgpu::native::block_on;
+use ninfer_wgpu::Error;
+
+fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage =
+        || Error::Unsupported("usage: attention_ab MODEL.gguf DEPTH RUNS COLUMNS [KIND] [--adapter NAME]".into());
+    let adapter = args.iter().position(|a| a == "--adapter").and_then(|i| args.get(i + 1)).cloned();
+    let count = |i: usize| -> Result<usize, Error> { args.get(i).and_then(|a| a.parse().ok()).ok_or_else(usage) };
+    let (depth, runs, columns) = (count(1)?, count(2)?.max(1), count(3)?);
+    let kind = match args.get(4).filter(|a| !a.starts_with("--")) {
+        Some(k) if k == "all" || DispatchKind::ALL.iter().any(|d| d.name() == k) => k.clone(),
+        Some(k) => return Err(Error::Unsupported(format!("no kind of dispatch is named `{k}`"))),
+        None => "attention".into(),
+    };
+    let gpu = block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))?;
+    let file = GgufFile::open(args.first().ok_or_else(usage)?)?;
+    let config = ModelConfig::from_gguf(&file)?;
+    let shapes = [LLM_WG, ATTENTION_WG_CPU];
+    let mut forwards = Vec::new();
+    for shape in shapes {
+        let options =
+            ForwardOptions { context: depth + columns.max(64), attention_workgroup: Some(shape), ..Default::default() };
+        let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options))?;
+        // Any ids: the cache's depth, not its contents, sets the attention's work.
+        let ids: Vec<u32> = (0..depth as u32).map(|i| 1000 + i % 5000).collect();
+        if !ids.is_empty() {
+            block_on(forward.forward(&ids, Keep::Last))?;
+        }
+        forwards.push(forward);
+    }
+    let tokens: Vec<u32> = (0..columns as u32).map(|i| 1000 + i).collect();
+    let keep = |d: DispatchKind| kind == "all" || d.name() == kind;
+    let mut times = [Vec::new(), Vec::new()];
+    for round in 0..runs {
+        // Each round starts with the other shape: neither always runs on a warmer machine.
+        for turn in 0..2 {
+            let i = (round + turn) % 2;
+            let start = std::time::Instant::now();
+            block_on(forwards[i].columns_only(&tokens, &keep))?;
+            times[i].push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    println!("{kind}, {columns} token(s) at depth {depth}, {runs} alternating rounds on {}", gpu.platform().summary());
+    for (shape, t) in shapes.iter().zip(&mut times) {
+        t.sort_by(f64::total_cmp);
+        let at = |q: usize| t[(runs * q / 10).min(runs - 1)];
+        println!("attention workgroup {shape}: median {:.3} ms, p10 {:.3}, p90 {:.3}", at(5), at(1), at(9));
+    }
+    Ok(())
+}
