@@ -5,9 +5,9 @@
 //! device that runs dispatches one after another (lavapipe) a kind's time less the empty
 //! step's is its cost; the kinds' costs should add up to the whole step's.
 //! `--columns N` profiles a prompt's step instead: N tokens at once (at most the batch, 64);
-//! `--attention-workgroup N` sets the attention kernel's workgroup (`ForwardOptions`).
+//! `--kernel-workgroup N` sets the synchronising kernels' workgroup (`ForwardOptions`).
 //! `cargo run --release --example step_profile -- MODEL.gguf [--adapter NAME] [--depth N] [--columns N]
-//! [--attention-workgroup N]`.
+//! [--kernel-workgroup N]`.
 
 use ninfer_wgpu::bench::{median_time, Timing};
 use ninfer_wgpu::gguf::reader::GgufFile;
@@ -22,8 +22,7 @@ fn main() -> Result<(), Error> {
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let Some(path) = args.first().filter(|a| !a.starts_with("--")) else {
         return Err(Error::Unsupported(
-            "usage: step_profile MODEL.gguf [--adapter NAME] [--depth N] [--columns N] [--attention-workgroup N]"
-                .into(),
+            "usage: step_profile MODEL.gguf [--adapter NAME] [--depth N] [--columns N] [--kernel-workgroup N]".into(),
         ));
     };
     let depth: usize = match flag("--depth") {
@@ -37,13 +36,11 @@ fn main() -> Result<(), Error> {
     let gpu = block_on(Gpu::open(&GpuOptions { adapter: flag("--adapter"), ..Default::default() }))?;
     let file = GgufFile::open(path)?;
     let config = ModelConfig::from_gguf(&file)?;
-    let attention_workgroup = match flag("--attention-workgroup") {
-        Some(n) => {
-            Some(n.parse().map_err(|_| Error::Unsupported(format!("--attention-workgroup {n} is not a count")))?)
-        }
+    let kernel_workgroup = match flag("--kernel-workgroup") {
+        Some(n) => Some(n.parse().map_err(|_| Error::Unsupported(format!("--kernel-workgroup {n} is not a count")))?),
         None => None,
     };
-    let options = ForwardOptions { context: depth + columns.max(64), attention_workgroup, ..Default::default() };
+    let options = ForwardOptions { context: depth + columns.max(64), kernel_workgroup, ..Default::default() };
     let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options))?;
     // Any ids: the cache's depth, not its contents, sets the attention's work.
     let ids: Vec<u32> = (0..depth as u32).map(|i| 1000 + i % 5000).collect();

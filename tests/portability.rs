@@ -88,19 +88,18 @@ fn every_kernel_validates_and_translates_to_every_backend_language() {
 #[test]
 fn every_activation_and_model_kernel_validates_and_translates() {
     use ninfer_wgpu::gpu::kernels::{assemble_activation, ActivationOp};
-    use ninfer_wgpu::llm::kernels::{ModelKernel, ATTENTION_WG_CPU};
+    use ninfer_wgpu::llm::kernels::{ModelKernel, CPU_WG};
     let mut kernels: Vec<(String, String, &str)> = ActivationOp::ALL
         .iter()
         .map(|&op| (op.name().to_string(), assemble_activation(op), op.entry_point()))
         .collect();
     kernels.extend(ModelKernel::ALL.iter().map(|&k| (format!("llm/{}", k.entry_point()), k.source(), k.entry_point())));
-    // The attention as CPU drivers compile it (kernels::ATTENTION_WG_CPU invocations).
-    let cpu = ModelKernel::Attention;
-    kernels.push((
-        format!("llm/{} (CPU drivers)", cpu.entry_point()),
-        cpu.source_for(ATTENTION_WG_CPU),
-        cpu.entry_point(),
-    ));
+    // The synchronising kernels as CPU drivers compile them (kernels::CPU_WG invocations).
+    kernels.extend(
+        ModelKernel::ALL
+            .iter()
+            .map(|&k| (format!("llm/{} (CPU drivers)", k.entry_point()), k.source_for(CPU_WG), k.entry_point())),
+    );
     for (name, source, entry) in &kernels {
         let module =
             naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));

@@ -9,7 +9,7 @@ pub use super::block::DispatchKind;
 use super::block::{rope_table, Activations, Block};
 use super::config::ModelConfig;
 use super::ingest::{Ingest, Weights};
-use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_WG_CPU, HEAD_MAX, LLM_WG};
+use super::kernels::{Dispatch, ModelKernel, Pipelines, CPU_WG, HEAD_MAX, LLM_WG};
 use super::uniforms::{Norm, Softcap, Step};
 use super::upload::upload_f32;
 use crate::error::{Error, Result};
@@ -26,10 +26,11 @@ pub struct ForwardOptions {
     pub context: usize,
     /// The most tokens one step takes (a prompt goes through in steps of this many columns).
     pub batch: u32,
-    /// Invocations in the attention kernel's workgroup, a power of two up to [`LLM_WG`];
-    /// `None`: the adapter's ([`ATTENTION_WG_CPU`] on CPU drivers, [`LLM_WG`] on GPUs). Set,
-    /// it runs the other shape on one adapter (tests, profiles).
-    pub attention_workgroup: Option<u32>,
+    /// Invocations in the workgroups of the model kernels that meet at barriers (attention,
+    /// norms, q/k norm and RoPE), a power of two up to [`LLM_WG`]; `None`: the adapter's
+    /// ([`CPU_WG`] on CPU drivers, [`LLM_WG`] on GPUs). Set, it runs the other shape on one
+    /// adapter (tests, profiles).
+    pub kernel_workgroup: Option<u32>,
 }
 
 /// How far a load has come: tensors checked (types, shapes, every weight finite) and put on
@@ -41,11 +42,12 @@ pub enum LoadStep {
     Uploaded { done: usize, of: usize },
 }
 
-/// The attention's workgroup for `options` on `gpu`: the one asked for, else the adapter's.
-fn attention_workgroup(options: &ForwardOptions, gpu: &Gpu) -> u32 {
-    match options.attention_workgroup {
+/// The synchronising kernels' workgroup for `options` on `gpu`: the one asked for, else the
+/// adapter's.
+fn kernel_workgroup(options: &ForwardOptions, gpu: &Gpu) -> u32 {
+    match options.kernel_workgroup {
         Some(n) => n,
-        None if gpu.platform().device_type == "Cpu" => ATTENTION_WG_CPU,
+        None if gpu.platform().device_type == "Cpu" => CPU_WG,
         None => LLM_WG,
     }
 }
@@ -84,7 +86,7 @@ pub fn check_run(config: &ModelConfig, tokens: &[u32], position: usize, context:
 
 impl Default for ForwardOptions {
     fn default() -> Self {
-        ForwardOptions { profile: Profile::A32, context: 0, batch: 64, attention_workgroup: None }
+        ForwardOptions { profile: Profile::A32, context: 0, batch: 64, kernel_workgroup: None }
     }
 }
 
@@ -235,10 +237,10 @@ pub(super) fn check_supported(
     if options.batch == 0 {
         return Err(Error::Unsupported("a batch of 0 tokens".into()));
     }
-    if let Some(n) = options.attention_workgroup {
+    if let Some(n) = options.kernel_workgroup {
         if !n.is_power_of_two() || n > LLM_WG {
             return Err(Error::Unsupported(format!(
-                "an attention workgroup of {n} invocations: it takes a power of two up to {LLM_WG}"
+                "a kernel workgroup of {n} invocations: the model's kernels take a power of two up to {LLM_WG}"
             )));
         }
     }
@@ -338,7 +340,7 @@ impl<'g> GpuForward<'g> {
         let (h, kv) = (c.heads as u64, c.kv_heads as u64);
         let qkv_stride = h * kl + kv * kl + kv * vl;
 
-        let pipelines = Pipelines::new(gpu, attention_workgroup(options, gpu)).await?;
+        let pipelines = Pipelines::new(gpu, kernel_workgroup(options, gpu)).await?;
         let ids = gpu.create_buffer(jb, "token ids").await?;
         let step = gpu
             .scoped("allocating the step uniform", || {

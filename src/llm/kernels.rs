@@ -25,15 +25,17 @@ pub enum ModelKernel {
     Softcap,
 }
 
-/// Every model kernel's workgroup size (`LLM_WG` in the WGSL, written from here), but the
-/// attention's on CPU drivers ([`ATTENTION_WG_CPU`]).
+/// Every model kernel's workgroup size on GPUs (`LLM_WG` in the WGSL, written from here); on
+/// CPU drivers the kernels whose invocations synchronise take [`CPU_WG`].
 pub const LLM_WG: u32 = 128;
-/// The attention kernel's workgroup on CPU drivers: one SIMD program of lavapipe's. A CPU
-/// driver runs a workgroup's programs one after another and switches between them at every
-/// barrier, and a chunk of the attention has 19; with 128 invocations (16 programs) those
-/// switches were most of its time: a decode step's attention 6.9 → 4.5 ms at depth 128 on
-/// SmolLM2-135M, a 64-token prompt step's 188 → 110 ms (docs/llm.md#attention-on-cpu-drivers).
-pub const ATTENTION_WG_CPU: u32 = 8;
+/// The workgroup on CPU drivers of the model kernels whose invocations meet at barriers (the
+/// attention, the norms, q/k norm and RoPE): one SIMD program of lavapipe's. A CPU driver runs
+/// a workgroup's programs one after another and switches between them at every barrier (a
+/// chunk of the attention has 19, a norm 18); with 128 invocations, 16 programs, those switches
+/// were most of these kernels' time: a 64-token prompt step's attention 178 → 113 ms on
+/// SmolLM2-135M, its q/k RoPE 23 → 6 ms (docs/llm.md#model-kernels-on-cpu-drivers). The
+/// elementwise kernels (gated, soft-cap) have no barrier and keep 128.
+pub const CPU_WG: u32 = 8;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
 /// from here): its workgroup keeps a query of this many vec4s (four heads), and each invocation
 /// at most `HEAD_MAX / (4 · LLM_WG)` vec4s of values, rounded up.
@@ -62,11 +64,12 @@ impl ModelKernel {
         }
     }
 
-    /// The kernel's workgroup size: `attention` is the attention's, the others' is [`LLM_WG`].
-    pub fn workgroup_size(self, attention: u32) -> u32 {
+    /// The kernel's workgroup size where the synchronising kernels take `small` invocations:
+    /// theirs is `small`, the elementwise kernels' [`LLM_WG`] (the host sizes their grids by it).
+    pub fn workgroup_size(self, small: u32) -> u32 {
         match self {
-            ModelKernel::Attention => attention,
-            ModelKernel::Norm | ModelKernel::QkRope | ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
+            ModelKernel::Attention | ModelKernel::Norm | ModelKernel::QkRope => small,
+            ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
         }
     }
 
@@ -75,9 +78,10 @@ impl ModelKernel {
         self.source_for(LLM_WG)
     }
 
-    /// The complete WGSL module with `attention` invocations in the attention's workgroup: the
-    /// constants the host also uses, the shared part, then the kernel's file.
-    pub fn source_for(self, attention: u32) -> String {
+    /// The complete WGSL module where the synchronising kernels take `small` invocations
+    /// ([`workgroup_size`](Self::workgroup_size)): the constants the host also uses, the shared
+    /// part, then the kernel's file.
+    pub fn source_for(self, small: u32) -> String {
         let own = match self {
             ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
             ModelKernel::QkRope => include_str!("../../shaders/llm/qk_rope.wgsl"),
@@ -88,7 +92,7 @@ impl ModelKernel {
         format!(
             "// llm/{}\nconst LLM_WG: u32 = {}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{}{COMMON}\n{own}",
             self.entry_point(),
-            self.workgroup_size(attention),
+            self.workgroup_size(small),
             super::uniforms::wgsl()
         )
     }
@@ -100,8 +104,8 @@ pub(super) struct Pipelines {
 }
 
 impl Pipelines {
-    /// Every kernel compiled for `gpu`, the attention's workgroup `attention` invocations.
-    pub(super) async fn new(gpu: &Gpu, attention: u32) -> Result<Pipelines> {
+    /// Every kernel compiled for `gpu`, the synchronising ones with `small` invocations.
+    pub(super) async fn new(gpu: &Gpu, small: u32) -> Result<Pipelines> {
         let mut pipelines = Vec::new();
         for kernel in ModelKernel::ALL {
             let device = gpu.device();
@@ -109,7 +113,7 @@ impl Pipelines {
                 .scoped(&format!("compiling the model kernel {}", kernel.entry_point()), || {
                     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some(kernel.entry_point()),
-                        source: wgpu::ShaderSource::Wgsl(kernel.source_for(attention).into()),
+                        source: wgpu::ShaderSource::Wgsl(kernel.source_for(small).into()),
                     });
                     device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                         label: Some(kernel.entry_point()),

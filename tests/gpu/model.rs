@@ -9,7 +9,7 @@ use super::{open, selectors};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{GpuOptions, Profile};
 use ninfer_wgpu::llm::judge::{agreement, forward_limit, relative_l2};
-use ninfer_wgpu::llm::kernels::{ATTENTION_WG_CPU, LLM_WG};
+use ninfer_wgpu::llm::kernels::{CPU_WG, LLM_WG};
 use ninfer_wgpu::llm::{
     Architecture, DispatchKind, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer,
 };
@@ -91,20 +91,20 @@ fn runs_as_its_exact_reference(seed: &str, expect: impl Fn(&ModelConfig), repeat
         }
         let l2 = relative_l2(&exact[(ids.len() - 1) * config.vocab..], &last);
         assert!(l2 <= RELATIVE_L2, "{selector}, a token at a time: relative L2 {l2:.2e}");
-        // The attention's other workgroup shape on this adapter (CPU drivers run 8 invocations,
-        // GPUs 128): a prompt's steps and a token at a time.
-        for shape in [LLM_WG, ATTENTION_WG_CPU] {
-            let shaped = ForwardOptions { attention_workgroup: Some(shape), ..options };
+        // The synchronising kernels' other workgroup shape on this adapter (CPU drivers run 8
+        // invocations, GPUs 128): a prompt's steps and a token at a time.
+        for shape in [LLM_WG, CPU_WG] {
+            let shaped = ForwardOptions { kernel_workgroup: Some(shape), ..options };
             let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &shaped)).unwrap();
             let ours = block_on(forward.forward(&ids, Keep::All)).unwrap();
             let l2 = relative_l2(&exact, &ours);
-            assert!(l2 <= RELATIVE_L2, "{selector}, attention workgroup {shape}: relative L2 {l2:.2e}");
+            assert!(l2 <= RELATIVE_L2, "{selector}, kernel workgroup {shape}: relative L2 {l2:.2e}");
             forward.reset();
             for &id in &ids {
                 last = block_on(forward.forward(&[id], Keep::Last)).unwrap();
             }
             let l2 = relative_l2(&exact[(ids.len() - 1) * config.vocab..], &last);
-            assert!(l2 <= RELATIVE_L2, "{selector}, attention workgroup {shape}, a token at a time: {l2:.2e}");
+            assert!(l2 <= RELATIVE_L2, "{selector}, kernel workgroup {shape}, a token at a time: {l2:.2e}");
         }
         // f32 weights have no A8 product: refused by name before anything is uploaded.
         let a8 = ForwardOptions { profile: Profile::A8, ..options };
@@ -153,18 +153,18 @@ fn heads_the_attention_kernel_cannot_hold_are_refused() {
     }
 }
 
-/// An attention workgroup the kernel cannot take (not a power of two, or past 128 invocations)
-/// is refused with its size before any upload.
+/// A kernel workgroup the model's kernels cannot take (not a power of two, or past 128
+/// invocations) is refused with its size before any upload.
 #[test]
-fn an_attention_workgroup_the_kernel_cannot_take_is_refused() {
+fn a_kernel_workgroup_the_kernels_cannot_take_is_refused() {
     let file = GgufFile::from_bytes(std::fs::read(SEED).unwrap()).unwrap();
     let config = ModelConfig::from_gguf(&file).unwrap();
     let Some(selector) = selectors().into_iter().next() else { return };
     let Some(gpu) = open(&selector, GpuOptions::default()) else { return };
     for n in [0, 3, 24, 2 * LLM_WG] {
-        let options = ForwardOptions { attention_workgroup: Some(n), ..Default::default() };
+        let options = ForwardOptions { kernel_workgroup: Some(n), ..Default::default() };
         let err = block_on(GpuForward::load(&gpu, &file, &config, &options)).err().unwrap().to_string();
-        assert!(err.contains(&format!("attention workgroup of {n} invocations")), "{err}");
+        assert!(err.contains(&format!("kernel workgroup of {n} invocations")), "{err}");
     }
 }
 

@@ -1,14 +1,14 @@
-//! The attention's two workgroup shapes (`ForwardOptions::attention_workgroup`: 128 invocations,
-//! as GPUs run it, and 8, as CPU drivers do) in one process, steps alternated: on a shared VM
+//! The synchronising model kernels' two workgroup shapes (`ForwardOptions::kernel_workgroup`:
+//! 128 invocations, as GPUs run them, and 8, as CPU drivers do) in one process, steps alternated: on a shared VM
 //! whose speed moves by tens of percent between runs, alternating in one process is what shows
-//! a change (docs/llm.md#attention-on-cpu-drivers). Both forwards are filled to `DEPTH`, then
+//! a change (docs/llm.md#model-kernels-on-cpu-drivers). Both forwards are filled to `DEPTH`, then
 //! `RUNS` rounds time a step of `COLUMNS` tokens with only the kind named (`all`: every kind)
 //! on each, in turns; printed: median, 10th and 90th percentile, ms.
-//! `cargo run --release --example attention_ab -- MODEL.gguf DEPTH RUNS COLUMNS [KIND] [--adapter NAME]`.
+//! `cargo run --release --example workgroup_ab -- MODEL.gguf DEPTH RUNS COLUMNS [KIND] [--adapter NAME]`.
 
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{Gpu, GpuOptions};
-use ninfer_wgpu::llm::kernels::{ATTENTION_WG_CPU, LLM_WG};
+use ninfer_wgpu::llm::kernels::{CPU_WG, LLM_WG};
 use ninfer_wgpu::llm::{DispatchKind, ForwardOptions, GpuForward, Keep, ModelConfig};
 use ninfer_wgpu::native::block_on;
 use ninfer_wgpu::Error;
@@ -16,7 +16,7 @@ use ninfer_wgpu::Error;
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        || Error::Unsupported("usage: attention_ab MODEL.gguf DEPTH RUNS COLUMNS [KIND] [--adapter NAME]".into());
+        || Error::Unsupported("usage: workgroup_ab MODEL.gguf DEPTH RUNS COLUMNS [KIND] [--adapter NAME]".into());
     let adapter = args.iter().position(|a| a == "--adapter").and_then(|i| args.get(i + 1)).cloned();
     let count = |i: usize| -> Result<usize, Error> { args.get(i).and_then(|a| a.parse().ok()).ok_or_else(usage) };
     let (depth, runs, columns) = (count(1)?, count(2)?.max(1), count(3)?);
@@ -28,11 +28,11 @@ fn main() -> Result<(), Error> {
     let gpu = block_on(Gpu::open(&GpuOptions { adapter, ..Default::default() }))?;
     let file = GgufFile::open(args.first().ok_or_else(usage)?)?;
     let config = ModelConfig::from_gguf(&file)?;
-    let shapes = [LLM_WG, ATTENTION_WG_CPU];
+    let shapes = [LLM_WG, CPU_WG];
     let mut forwards = Vec::new();
     for shape in shapes {
         let options =
-            ForwardOptions { context: depth + columns.max(64), attention_workgroup: Some(shape), ..Default::default() };
+            ForwardOptions { context: depth + columns.max(64), kernel_workgroup: Some(shape), ..Default::default() };
         let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &options))?;
         // Any ids: the cache's depth, not its contents, sets the attention's work.
         let ids: Vec<u32> = (0..depth as u32).map(|i| 1000 + i % 5000).collect();
@@ -57,7 +57,7 @@ fn main() -> Result<(), Error> {
     for (shape, t) in shapes.iter().zip(&mut times) {
         t.sort_by(f64::total_cmp);
         let at = |q: usize| t[(runs * q / 10).min(runs - 1)];
-        println!("attention workgroup {shape}: median {:.3} ms, p10 {:.3}, p90 {:.3}", at(5), at(1), at(9));
+        println!("kernel workgroup {shape}: median {:.3} ms, p10 {:.3}, p90 {:.3}", at(5), at(1), at(9));
     }
     Ok(())
 }
