@@ -32,8 +32,7 @@ pub const LLM_WG: u32 = 128;
 /// attention, the norms, q/k norm and RoPE): one SIMD program of lavapipe's. A CPU driver runs
 /// a workgroup's programs one after another and switches between them at every barrier (a
 /// chunk of the attention has 19, a norm 18); with 128 invocations, 16 programs, those switches
-/// were most of these kernels' time: a 64-token prompt step's attention 178 → 113 ms on
-/// SmolLM2-135M, its q/k RoPE 23 → 6 ms (docs/llm.md#model-kernels-on-cpu-drivers). The
+/// were most of these kernels' time (measured: docs/llm.md#model-kernels-on-cpu-drivers). The
 /// elementwise kernels (gated, soft-cap) have no barrier and keep 128.
 pub const CPU_WG: u32 = 8;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written

@@ -91,8 +91,9 @@ fn runs_as_its_exact_reference(seed: &str, expect: impl Fn(&ModelConfig), repeat
         }
         let l2 = relative_l2(&exact[(ids.len() - 1) * config.vocab..], &last);
         assert!(l2 <= RELATIVE_L2, "{selector}, a token at a time: relative L2 {l2:.2e}");
-        // The synchronising kernels' other workgroup shape on this adapter (CPU drivers run 8
-        // invocations, GPUs 128): a prompt's steps and a token at a time.
+        // Each workgroup shape of the synchronising kernels, asked for (CPU drivers default to 8
+        // invocations, GPUs to 128, so one of them is the run above's): a prompt's steps and a
+        // token at a time, so that CI's CPU adapters test the GPUs' shape too.
         for shape in [LLM_WG, CPU_WG] {
             let shaped = ForwardOptions { kernel_workgroup: Some(shape), ..options };
             let mut forward = block_on(GpuForward::load(&gpu, &file, &config, &shaped)).unwrap();
