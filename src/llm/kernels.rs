@@ -31,9 +31,9 @@ pub const LLM_WG: u32 = 128;
 /// The workgroup on CPU drivers of the model kernels whose invocations meet at barriers (the
 /// attention, the norms, q/k norm and RoPE): one SIMD program of lavapipe's. A CPU driver runs
 /// a workgroup's programs one after another and switches between them at every barrier (a
-/// chunk of the attention has 19, a norm 18); with 128 invocations, 16 programs, those switches
-/// were most of these kernels' time (measured: docs/llm.md#model-kernels-on-cpu-drivers). The
-/// elementwise kernels (gated, soft-cap) have no barrier and keep 128.
+/// chunk of the attention has 19, a norm 9 or 18); with 128 invocations, 16 programs, those
+/// switches were most of these kernels' time (measured: docs/llm.md#model-kernels-on-cpu-drivers).
+/// The elementwise kernels (gated, soft-cap) have no barrier and keep 128.
 pub const CPU_WG: u32 = 8;
 /// The longest key or value head the attention kernel holds (`HEAD_MAX` in the WGSL, written
 /// from here): its workgroup keeps a query of this many vec4s (four heads), and each invocation
