@@ -48,12 +48,20 @@ pub enum LoadStep {
 /// The synchronising kernels' workgroup for `options` on `gpu`: the one asked for, else the
 /// adapter's.
 fn kernel_workgroup(options: &ForwardOptions, gpu: &Gpu) -> u32 {
-    match options.kernel_workgroup {
+    kernel_workgroup_on(options.kernel_workgroup, &gpu.platform().device_type)
+}
+
+/// [`kernel_workgroup`] for an adapter of `device_type` (wgpu's name: "Cpu", "DiscreteGpu", …).
+fn kernel_workgroup_on(asked: Option<u32>, device_type: &str) -> u32 {
+    match asked {
         Some(n) => n,
-        None if gpu.platform().device_type == "Cpu" => CPU_WG,
+        None if device_type == "Cpu" => CPU_WG,
         None => LLM_WG,
     }
 }
+
+#[cfg(test)]
+mod workgroup_tests;
 
 /// The cache a run gets unless it asks: 4096 positions (gemma-3-270m's 18 blocks: 151 MB).
 pub const DEFAULT_CONTEXT: usize = 4096;

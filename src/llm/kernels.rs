@@ -188,3 +188,23 @@ impl Dispatch {
         pass.dispatch_workgroups(x, y, z);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The synchronising kernels' source is written for the workgroup asked for; the
+    /// elementwise kernels', whose grids the host sizes by LLM_WG, always for LLM_WG.
+    #[test]
+    fn only_the_synchronising_kernels_take_the_small_workgroup() {
+        for kernel in ModelKernel::ALL {
+            let expected = match kernel {
+                ModelKernel::Attention | ModelKernel::Norm | ModelKernel::QkRope => CPU_WG,
+                ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
+            };
+            let source = kernel.source_for(CPU_WG);
+            assert!(source.contains(&format!("const LLM_WG: u32 = {expected}u;")), "{kernel:?}");
+            assert!(kernel.source().contains(&format!("const LLM_WG: u32 = {LLM_WG}u;")), "{kernel:?}");
+        }
+    }
+}
