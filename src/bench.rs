@@ -95,6 +95,10 @@ pub struct BenchRow {
     pub kernel: Option<&'static str>,
     /// Whether the payload was uploaded in row tiles (`--row-tiles`; src/gpu/plan/tiles.rs).
     pub row_tiles: bool,
+    /// Products through the tiled kernel: its rows an invocation (4, or 8 on CPU drivers:
+    /// `--tall-tiles`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiled_rows: Option<u32>,
 }
 
 /// The largest tensor a bench generates: random words are made on the host before upload, so
@@ -152,7 +156,7 @@ pub fn bench_case(
     let uploaded = block_on(gpu.upload_for(&tensor.trusted(), profile))?;
     let bytes = uploaded.payload_bytes();
     let row_tiles = uploaded.placement().tiles.is_some();
-    let (t, passes, kernel) = match op {
+    let (t, passes, kernel, tiled_rows) = match op {
         Op::Matmul | Op::MatmulA8 => {
             let stride = k.div_ceil(4) * 4;
             let x = block_on(gpu.create_buffer_with(&random_activation(stride * columns, rng), "bench x"))?;
@@ -167,7 +171,8 @@ pub fn bench_case(
                 gpu.queue().submit([encoder.finish()]);
                 gpu.wait()
             })?;
-            (t, bound.dispatches(columns as u32)?, Some(bound.kernel(columns as u32)?))
+            let count = columns as u32;
+            (t, bound.dispatches(count)?, Some(bound.kernel(count)?), bound.tiled_rows(count)?)
         }
         Op::Dequant | Op::Gather => {
             let rows: Vec<u32> = (0..n).map(|_| rng.below(n as u64) as u32).collect();
@@ -177,7 +182,7 @@ pub fn bench_case(
                 prepared.submit(gpu)?;
                 gpu.wait()
             })?;
-            (t, prepared.passes(), None)
+            (t, prepared.passes(), None, None)
         }
     };
     let gbs = bytes as f64 / t.as_secs_f64() / 1e9;
@@ -195,6 +200,7 @@ pub fn bench_case(
         passes,
         kernel,
         row_tiles,
+        tiled_rows,
     })
 }
 

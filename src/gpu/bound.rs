@@ -8,7 +8,7 @@
 //! records of any counts can share one submission. A new count takes slots from a block made at
 //! bind time, or from a new block when that is full (the only allocation after binding).
 
-use super::kernels::{ActivationOp, Columns, KernelKey, Op, Profile, Variant};
+use super::kernels::{ActivationOp, Columns, KernelKey, Op, Profile, Variant, TILED_ROW_BLOCK};
 use super::operand::{DeviceSlice, Word};
 use super::plan::{self, Kernel, OperandBinding, PlaneBinding, PlaneBindings, Record};
 use super::{capability, dispatch::PARAMS_BYTES, Gpu, GpuTensor};
@@ -97,6 +97,8 @@ struct Parts {
     /// The kernel of each record kind; products add matvec's own kernel for one-column records.
     pipelines: HashMap<Kernel, wgpu::ComputePipeline>,
     matvec: Option<wgpu::ComputePipeline>,
+    /// The tiled kernel the product bound, if any ([`Columns::Tiled`] or `TiledTall`).
+    tiled: Option<Columns>,
     sets: Vec<Set>,
     /// A gather's status words.
     status: Option<wgpu::Buffer>,
@@ -169,6 +171,20 @@ impl BoundOp {
             Plan::Product(_) => "j8",
             Plan::Gather(_) => "gather",
             Plan::Dequant(_) => "dequant",
+        })
+    }
+
+    /// Rows an invocation of the tiled kernel a record of `count` takes: 8 where the product
+    /// bound the tall tiled kernel and `count` is two or more (its one-column path takes 4), 4
+    /// for the four-row kernel, `None` where the record takes no tiled kernel.
+    pub fn tiled_rows(&self, count: u32) -> Result<Option<u32>> {
+        let tiled = self.records(count as u64)?.iter().any(|r| r.kernel == Kernel::Tiled);
+        Ok(match (tiled, self.parts.tiled) {
+            (false, _) | (true, None) => None,
+            (true, Some(Columns::TiledTall)) if count >= 2 => Some(2 * TILED_ROW_BLOCK),
+            (true, Some(Columns::Tiled | Columns::TiledTall | Columns::One | Columns::UpToMax)) => {
+                Some(TILED_ROW_BLOCK)
+            }
         })
     }
 
@@ -290,6 +306,17 @@ impl BoundOp {
 }
 
 impl Gpu {
+    /// The kernel a tiled product of `op` in the tiled `variant` takes: eight rows an invocation
+    /// or four, as the options ask where the tall kernel exists, else the adapter's choice
+    /// ([`capability::tiled_columns`]).
+    pub(crate) fn tiled_columns(&self, op: Op, variant: Variant) -> Columns {
+        match self.tall_tiles {
+            Some(true) if Columns::TiledTall.exists(op, variant) => Columns::TiledTall,
+            Some(_) => Columns::Tiled,
+            None => capability::tiled_columns(op, variant, &self.platform),
+        }
+    }
+
     /// Binds `Y = W X` in `profile` with the platform's fastest variant and kernels: up to
     /// `max_columns` columns of K values from `x`, their N outputs to `y` (column j at `y.offset +
     /// j * y.stride`). x's offset and stride are multiples of 4 elements (it is read as vec4).
@@ -334,13 +361,16 @@ impl Gpu {
         // The kernels its records can use, each compiled once per device: matvec's own for one
         // column with the default variant, the 8-column one, the tiled one past the crossover.
         let mut pipelines = HashMap::new();
+        let mut tiled_columns = None;
         let key = |columns| KernelKey::new(format, op, variant, columns);
         if max_columns > 1 || variant != best {
             pipelines.insert(Kernel::Product, self.pipeline(key(Columns::UpToMax)).await?);
         }
         if p.tiled_from.is_some_and(|t| t <= max) {
             let tiled = capability::tiled_variant(variant, &self.platform);
-            pipelines.insert(Kernel::Tiled, self.pipeline(KernelKey::new(format, op, tiled, Columns::Tiled)).await?);
+            let columns = self.tiled_columns(op, tiled);
+            pipelines.insert(Kernel::Tiled, self.pipeline(KernelKey::new(format, op, tiled, columns)).await?);
+            tiled_columns = Some(columns);
         }
         let matvec = match variant == best {
             true => Some(self.pipeline(key(Columns::One)).await?),
@@ -371,7 +401,9 @@ impl Gpu {
         }
         let label = format!("bound {} {:?}", key(Columns::UpToMax).label(), desc.shape);
         let plan = Plan::Product(p);
-        self.bound(Parts { label, plan, max_count: max_columns as u64, pipelines, matvec, sets, status: None }).await
+        let max_count = max_columns as u64;
+        let tiled = tiled_columns;
+        self.bound(Parts { label, plan, max_count, pipelines, matvec, tiled, sets, status: None }).await
     }
 
     /// Binds a gather of up to `max_rows` rows of `table`: request i's id is `ids`' element
@@ -417,6 +449,7 @@ impl Gpu {
             max_count: max_rows as u64,
             pipelines,
             matvec: None,
+            tiled: None,
             sets,
             status: Some(status),
         })
@@ -444,8 +477,8 @@ impl Gpu {
             .collect();
         let label = format!("bound {}/dequant {:?}", desc.format, desc.shape);
         let pipelines = HashMap::from([(Kernel::Dequant, pipeline)]);
-        self.bound(Parts { label, plan: Plan::Dequant(p), max_count: 1, pipelines, matvec: None, sets, status: None })
-            .await
+        let plan = Plan::Dequant(p);
+        self.bound(Parts { label, plan, max_count: 1, pipelines, matvec: None, tiled: None, sets, status: None }).await
     }
 
     /// Refuses an output that shares a buffer with the weights or an input: WebGPU forbids one

@@ -179,7 +179,8 @@ pub fn kernel_keys() -> Vec<KernelKey> {
                     Op::Matmul | Op::MatmulA8 => &Columns::ALL,
                     Op::Dequant | Op::Gather => &[Columns::One],
                 };
-                keys.extend(columns.iter().map(|&columns| KernelKey { format, op, variant, columns }));
+                let built = columns.iter().filter(|c| c.exists(op, variant));
+                keys.extend(built.map(|&columns| KernelKey { format, op, variant, columns }));
             }
         }
     }
@@ -208,6 +209,26 @@ pub fn tiled_from(format: Format, op: Op, variant: Variant, platform: &Platform)
         (Op::Matmul | Op::MatmulA8, Variant::Subgroup) => Some(TILED_FROM_SUBGROUP),
         (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot) => Some(TILED_FROM_WORKGROUP),
         (Op::Dequant | Op::Gather, _) => None,
+    }
+}
+
+/// The tiled kernel a product of `op` takes in its tiled `variant` (see [`tiled_variant`]):
+/// eight rows an invocation for A32 on a CPU driver's subgroup variant, where each activation
+/// step is a loop of per-lane loads and shuffles that more rows share
+/// (docs/performance.md#eight-rows-an-invocation-on-cpu-drivers); four elsewhere. Not in a
+/// browser: its idle invocations skip the shuffles, which WGSL's subgroup uniformity rule
+/// refuses (naga, every native backend, does not check it). GPUs keep four rows: no GPU has
+/// measured eight.
+pub fn tiled_columns(op: Op, variant: Variant, platform: &Platform) -> Columns {
+    tiled_columns_on(op, variant, &platform.device_type, cfg!(target_arch = "wasm32"))
+}
+
+/// [`tiled_columns`] for an adapter of `device_type` (wgpu's name: "Cpu", "DiscreteGpu", …),
+/// in a browser or not.
+pub fn tiled_columns_on(op: Op, variant: Variant, device_type: &str, browser: bool) -> Columns {
+    match Columns::TiledTall.exists(op, variant) && device_type == "Cpu" && !browser {
+        true => Columns::TiledTall,
+        false => Columns::Tiled,
     }
 }
 

@@ -37,6 +37,10 @@ pub struct GpuOptions {
     /// whole rows per invocation (`capability::arrangement`). Tests and benchmarks set it to
     /// compare the two.
     pub arrangement: Option<Arrangement>,
+    /// Whether A32's tiled products (the subgroup variant) take eight rows an invocation;
+    /// `None`: the adapter's choice, eight on a native CPU driver (`capability::tiled_columns`).
+    /// Tests and benchmarks set it to run both shapes on one adapter.
+    pub tall_tiles: Option<bool>,
 }
 
 /// One adapter as found by enumeration, before a device is opened.
@@ -319,6 +323,7 @@ impl Gpu {
             max_memory: options.max_memory,
             word_loads_only: options.word_loads_only,
             arrangement: options.arrangement,
+            tall_tiles: options.tall_tiles,
         };
         gpu.platform.probes = dispatch::run_probes(&gpu).await?;
         Ok(gpu)

@@ -112,6 +112,7 @@ pub struct Gpu {
     max_memory: Option<u64>,
     word_loads_only: bool,
     arrangement: Option<Arrangement>,
+    tall_tiles: Option<bool>,
 }
 
 impl Gpu {

@@ -245,10 +245,42 @@ fn a_device_lost_mid_sequence_is_an_error_not_a_panic() {
 
 /// Both product kernels (tiled, and the 8-column one in groups) in every variant the first
 /// adapter supports, A32 and A8, at one column (the tiled kernel's one-column path) and counts on
-/// both sides of a 64-column tile.
+/// both sides of a 64-column tile; the tiled kernel with the adapter's rows an invocation and
+/// with four (GPUs' shape, which CPU drivers would otherwise not run: capability::tiled_columns).
 #[test]
 fn products_of_many_columns_meet_the_oracle_through_either_kernel_and_every_variant() {
-    let Some(gpu) = first_gpu(GpuOptions::default()) else { return };
+    for tall_tiles in [None, Some(false)] {
+        let Some(gpu) = first_gpu(GpuOptions { tall_tiles, ..Default::default() }) else { return };
+        products_of_many_columns_on(&gpu, tall_tiles);
+    }
+}
+
+/// The tiled kernel a bound A32 product took, as `bench --json` reports it: eight rows an
+/// invocation from two columns where the options ask for the tall kernel and the adapter's tiled
+/// variant has one (the subgroup variant), four otherwise and at one column.
+#[test]
+fn a_bound_product_says_how_many_rows_its_tiled_kernel_takes() {
+    for tall_tiles in [Some(true), Some(false)] {
+        let Some(gpu) = first_gpu(GpuOptions { tall_tiles, ..Default::default() }) else { return };
+        let format = Format::GgufQ4K;
+        let words = random_words(format, &[70, 512], 1, &mut Rng::new(7), Words::Finite).unwrap();
+        let t = block_on(gpu.upload(&EncodedTensor::encode(&words, format.layout()).unwrap().trusted())).unwrap();
+        let x = block_on(gpu.create_buffer(512 * 64, "x")).unwrap();
+        let y = block_on(gpu.create_buffer(70 * 64, "y")).unwrap();
+        let options = gpu::BindOptions { variant: None, tiled_from: Some(1) };
+        let (xs, ys) = (DeviceSlice::new(&x, 0, 512), DeviceSlice::new(&y, 0, 70));
+        let op = block_on(gpu.bind_matmul_with(&t, Profile::A32, options, xs, ys, 64)).unwrap();
+        let best = ninfer_wgpu::gpu::capability::best_variant(format, Op::Matmul, gpu.platform());
+        let subgroup = ninfer_wgpu::gpu::capability::tiled_variant(best, gpu.platform()) == Variant::Subgroup;
+        let many = if tall_tiles == Some(true) && subgroup { 8 } else { 4 };
+        assert_eq!(op.tiled_rows(1).unwrap(), Some(4), "{tall_tiles:?}");
+        for count in [2, 64] {
+            assert_eq!(op.tiled_rows(count).unwrap(), Some(many), "{tall_tiles:?}, {count} columns");
+        }
+    }
+}
+
+fn products_of_many_columns_on(gpu: &Gpu, tall_tiles: Option<bool>) {
     let seed = testgen::test_seed("products of many columns").expect("seed");
     let mut rng = Rng::new(seed);
     // The tiled kernel from the first column, and never (groups of 8 through the 8-column
@@ -270,13 +302,13 @@ fn products_of_many_columns_meet_the_oracle_through_either_kernel_and_every_vari
                     let options = gpu::BindOptions { variant: None, tiled_from };
                     let counts = [1, 2, 9, 64, 65, 130];
                     let r =
-                        block_on(conformance::check_bound_products(&gpu, &t, op, variant, options, &counts, &mut rng))
+                        block_on(conformance::check_bound_products(gpu, &t, op, variant, options, &counts, &mut rng))
                             .unwrap();
                     assert_eq!(r.columns, counts.iter().sum::<usize>());
                     assert_ne!(
                         r.verdict,
                         Verdict::Fail,
-                        "seed {seed}: {format} {} {} tiled from {tiled_from:?}: {}",
+                        "seed {seed}: {format} {} {} tiled from {tiled_from:?}, tall tiles {tall_tiles:?}: {}",
                         op.name(),
                         variant.name(),
                         r.detail

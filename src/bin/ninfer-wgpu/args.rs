@@ -326,6 +326,19 @@ pub struct GpuArgs {
     /// For comparing the two (docs/performance.md#row-tiles).
     #[arg(long, value_name = "on|off", value_parser = parse_row_tiles)]
     row_tiles: Option<Arrangement>,
+    /// A32's tiled products with eight rows an invocation (on) or four (off); default: the
+    /// adapter's choice, eight on CPU drivers (docs/performance.md#eight-rows-an-invocation-on-cpu-drivers).
+    /// Only the subgroup variant has eight. For comparing the two.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    tall_tiles: Option<bool>,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("`{s}`: on or off")),
+    }
 }
 
 fn parse_row_tiles(s: &str) -> Result<Arrangement, String> {
@@ -371,6 +384,7 @@ impl GpuArgs {
             max_binding: self.max_binding,
             max_memory: self.max_memory,
             arrangement: self.row_tiles,
+            tall_tiles: self.tall_tiles,
             ..Default::default()
         }
     }

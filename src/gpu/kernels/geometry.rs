@@ -103,7 +103,7 @@ impl RowBlock {
             (Columns::UpToMax, _, Op::MatmulA8, false)
             | (Columns::UpToMax, _, Op::Matmul | Op::Dequant | Op::Gather, _) => base,
             // The tiled kernel has no row blocks; the constants are unused.
-            (Columns::Tiled, _, _, _) => base,
+            (Columns::Tiled | Columns::TiledTall, _, _, _) => base,
         }
     }
 }

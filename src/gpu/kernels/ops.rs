@@ -24,10 +24,27 @@ pub enum Columns {
     UpToMax,
     /// Many columns: the tiled kernel, a weight decoded once per [`TILE_COLUMNS`] columns.
     Tiled,
+    /// The tiled kernel as CPU drivers take A32 products of two or more columns
+    /// (`capability::tiled_columns`): eight rows an invocation instead of four, so each
+    /// activation step a SIMD program loads and shuffles serves twice the rows; half the
+    /// invocations take no rows, so a workgroup's rows, the planner's and the one-column path's
+    /// stay as [`Columns::Tiled`]'s (docs/performance.md#eight-rows-an-invocation-on-cpu-drivers).
+    /// The subgroup variant of A32 only: see [`Columns::exists`].
+    TiledTall,
 }
 
 impl Columns {
-    pub const ALL: [Columns; 3] = [Columns::One, Columns::UpToMax, Columns::Tiled];
+    pub const ALL: [Columns; 4] = [Columns::One, Columns::UpToMax, Columns::Tiled, Columns::TiledTall];
+
+    /// Whether a kernel of these columns is built for `op` and `variant`: the tall tiled kernel
+    /// is A32's, and its idle invocations return before the columns loop, which only the
+    /// subgroup variant (which stages nothing, so has no barriers there) allows.
+    pub fn exists(self, op: Op, variant: Variant) -> bool {
+        match self {
+            Columns::One | Columns::UpToMax | Columns::Tiled => true,
+            Columns::TiledTall => op == Op::Matmul && variant == Variant::Subgroup,
+        }
+    }
 
     /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller) with a
     /// variant that is (`default_variant`) or is not the one the platform runs when none is
@@ -48,7 +65,7 @@ impl Columns {
         match self {
             Columns::One => 1,
             Columns::UpToMax => MAX_COLUMNS,
-            Columns::Tiled => TILE_COLUMNS as usize,
+            Columns::Tiled | Columns::TiledTall => TILE_COLUMNS as usize,
         }
     }
 
@@ -57,6 +74,7 @@ impl Columns {
             Columns::One => "j1",
             Columns::UpToMax => "j8",
             Columns::Tiled => "tiled",
+            Columns::TiledTall => "tiled_tall",
         }
     }
 }
@@ -236,8 +254,14 @@ impl KernelKey {
         match (self.op, self.variant, self.columns) {
             (Op::Dequant, _, _) => "dequant",
             (Op::Gather, _, _) => "gather",
-            (Op::Matmul | Op::MatmulA8, Variant::Subgroup, Columns::Tiled) => "matmul_tiled_subgroup",
-            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => "matmul_tiled",
+            (Op::Matmul | Op::MatmulA8, Variant::Subgroup, Columns::Tiled | Columns::TiledTall) => {
+                "matmul_tiled_subgroup"
+            }
+            (
+                Op::Matmul | Op::MatmulA8,
+                Variant::Workgroup | Variant::EmulatedDot,
+                Columns::Tiled | Columns::TiledTall,
+            ) => "matmul_tiled",
             (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, _) => "matmul",
             (Op::Matmul | Op::MatmulA8, Variant::Subgroup, _) => "matmul_subgroup",
         }

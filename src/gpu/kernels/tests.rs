@@ -246,3 +246,31 @@ fn no_signed_grid_has_a_zero_byte() {
         assert!(grid.iter().all(|w| w.to_le_bytes().iter().all(|&b| b != 0)), "{format}: a zero grid byte");
     }
 }
+
+// The tall tiled kernel is A32's subgroup variant on a native CPU driver, and nowhere else: GPUs
+// and the browser keep four rows, and no other op or variant has a tall kernel to build.
+#[test]
+fn the_tall_tiled_kernel_is_a32_subgroup_on_native_cpu_drivers_only() {
+    use crate::gpu::capability::tiled_columns_on;
+    assert_eq!(tiled_columns_on(Op::Matmul, Variant::Subgroup, "Cpu", false), Columns::TiledTall);
+    for (op, variant, device, browser) in [
+        (Op::Matmul, Variant::Subgroup, "Cpu", true),
+        (Op::Matmul, Variant::Subgroup, "DiscreteGpu", false),
+        (Op::Matmul, Variant::Subgroup, "IntegratedGpu", false),
+        (Op::Matmul, Variant::Workgroup, "Cpu", false),
+        (Op::MatmulA8, Variant::Subgroup, "Cpu", false),
+        (Op::MatmulA8, Variant::EmulatedDot, "Cpu", false),
+    ] {
+        assert_eq!(tiled_columns_on(op, variant, device, browser), Columns::Tiled, "{op:?} {variant:?} {device}");
+    }
+    for key in crate::gpu::capability::kernel_keys().into_iter().filter(|k| k.columns == Columns::TiledTall) {
+        assert_eq!((key.op, key.variant), (Op::Matmul, Variant::Subgroup), "{}", key.label());
+    }
+    let tall = |op, variant| assemble(KernelKey::new(Format::GgufQ4K, op, variant, Columns::TiledTall));
+    let source = tall(Op::Matmul, Variant::Subgroup).expect("A32's tall tiled kernel");
+    assert!(source.contains("const TILED_TALL: bool = true;"));
+    for (op, variant) in [(Op::Matmul, Variant::Workgroup), (Op::MatmulA8, Variant::Subgroup)] {
+        let err = tall(op, variant).expect_err("no tall kernel");
+        assert!(err.to_string().contains("A32's subgroup variant only"), "{err}");
+    }
+}
