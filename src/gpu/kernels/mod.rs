@@ -43,6 +43,7 @@ const OP_MATMUL_TILE: &str = include_str!("../../../shaders/ops/matmul_tile.wgsl
 const OP_MATMUL_TILED_A8: &str = include_str!("../../../shaders/ops/matmul_tiled_a8.wgsl");
 const OP_MATMUL_TILED_WORKGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_workgroup.wgsl");
 const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_subgroup.wgsl");
+const OP_MATMUL_TILED_TALL: &str = include_str!("../../../shaders/ops/matmul_tiled_tall.wgsl");
 const OP_MATMUL_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_subgroup.wgsl");
 pub(crate) const PROBE: &str = include_str!("../../../shaders/ops/probe.wgsl");
 pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../../shaders/ops/probe_subgroup.wgsl");
@@ -189,10 +190,6 @@ fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> St
     let quarters = row_block / 4;
     // The tiled kernel sizes its own sums (TILE_COLUMNS); the 8-column kernel's parts it is
     // assembled with go unused, sized for one column so they reserve no workgroup memory.
-    let tall = match columns {
-        Columns::TiledTall => true,
-        Columns::One | Columns::UpToMax | Columns::Tiled => false,
-    };
     let columns = match columns {
         Columns::One | Columns::UpToMax => columns.capacity() as u32,
         Columns::Tiled | Columns::TiledTall => 1,
@@ -202,7 +199,7 @@ fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> St
         MatvecOrder::RowsTogether => false,
     };
     format!(
-        "const TILED_WG: u32 = {TILED_WG}u;\nconst TILED_ROW_BLOCK: u32 = {TILED_ROW_BLOCK}u;\nconst TILED_ROWS: u32 = {TILED_ROWS}u;\nconst TILE_COLUMNS: u32 = {TILE_COLUMNS}u;\nconst TILE_X_VECS: u32 = {}u;\nconst MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\nconst TILED_TALL: bool = {tall};\n",
+        "const TILED_WG: u32 = {TILED_WG}u;\nconst TILED_ROW_BLOCK: u32 = {TILED_ROW_BLOCK}u;\nconst TILED_ROWS: u32 = {TILED_ROWS}u;\nconst TILE_COLUMNS: u32 = {TILE_COLUMNS}u;\nconst TILE_X_VECS: u32 = {}u;\nconst MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
         TILE_COLUMNS * 8,
         columns * quarters,
         columns * 4 * MATMUL_WG,
@@ -228,22 +225,23 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         Op::Matmul => vec![OP_MATMUL_A32, OP_MATMUL],
         Op::MatmulA8 => vec![codec.a8_source()?, dot4, OP_MATMUL_A8, OP_MATMUL],
     };
-    if !key.columns.exists(key.op, key.variant) {
-        return Err(Error::Unsupported(format!(
-            "{}: the tall tiled kernel is A32's subgroup variant only",
-            key.label()
-        )));
-    }
     if key.op.is_product() {
         let tiled = match key.op {
             Op::MatmulA8 => OP_MATMUL_TILED_A8,
             Op::Matmul | Op::Dequant | Op::Gather => OP_MATMUL_TILED,
         };
         match (key.columns, key.variant) {
-            (Columns::Tiled | Columns::TiledTall, Variant::Subgroup) => {
-                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP])
+            (Columns::TiledTall, variant) if key.columns.exists(key.op, variant) => {
+                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL])
             }
-            (Columns::Tiled | Columns::TiledTall, Variant::Workgroup | Variant::EmulatedDot) => {
+            (Columns::TiledTall, _) => {
+                return Err(Error::Unsupported(format!(
+                    "{}: the tall tiled kernel is A32's subgroup variant only",
+                    key.label()
+                )))
+            }
+            (Columns::Tiled, Variant::Subgroup) => op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP]),
+            (Columns::Tiled, Variant::Workgroup | Variant::EmulatedDot) => {
                 op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_WORKGROUP])
             }
             (Columns::One | Columns::UpToMax, Variant::Subgroup) => op.push(OP_MATMUL_SUBGROUP),

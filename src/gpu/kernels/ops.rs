@@ -29,7 +29,8 @@ pub enum Columns {
     /// activation step a SIMD program loads and shuffles serves twice the rows; half the
     /// invocations take no rows, so a workgroup's rows, the planner's and the one-column path's
     /// stay as [`Columns::Tiled`]'s (docs/performance.md#eight-rows-an-invocation-on-cpu-drivers).
-    /// The subgroup variant of A32 only: see [`Columns::exists`].
+    /// The subgroup variant of A32 only (see [`Columns::exists`]), with an entry point and a
+    /// source file of its own (`shaders/ops/matmul_tiled_tall.wgsl`).
     TiledTall,
 }
 
@@ -254,14 +255,10 @@ impl KernelKey {
         match (self.op, self.variant, self.columns) {
             (Op::Dequant, _, _) => "dequant",
             (Op::Gather, _, _) => "gather",
-            (Op::Matmul | Op::MatmulA8, Variant::Subgroup, Columns::Tiled | Columns::TiledTall) => {
-                "matmul_tiled_subgroup"
-            }
-            (
-                Op::Matmul | Op::MatmulA8,
-                Variant::Workgroup | Variant::EmulatedDot,
-                Columns::Tiled | Columns::TiledTall,
-            ) => "matmul_tiled",
+            // Built for A32's subgroup variant only (Columns::exists).
+            (Op::Matmul | Op::MatmulA8, _, Columns::TiledTall) => "matmul_tiled_tall",
+            (Op::Matmul | Op::MatmulA8, Variant::Subgroup, Columns::Tiled) => "matmul_tiled_subgroup",
+            (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => "matmul_tiled",
             (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, _) => "matmul",
             (Op::Matmul | Op::MatmulA8, Variant::Subgroup, _) => "matmul_subgroup",
         }

@@ -268,7 +268,11 @@ fn the_tall_tiled_kernel_is_a32_subgroup_on_native_cpu_drivers_only() {
     }
     let tall = |op, variant| assemble(KernelKey::new(Format::GgufQ4K, op, variant, Columns::TiledTall));
     let source = tall(Op::Matmul, Variant::Subgroup).expect("A32's tall tiled kernel");
-    assert!(source.contains("const TILED_TALL: bool = true;"));
+    let key = KernelKey::new(Format::GgufQ4K, Op::Matmul, Variant::Subgroup, Columns::TiledTall);
+    assert!(source.contains(&format!("fn {}(", key.entry_point())) && source.contains("fn tall("));
+    // The other tiled modules hold no part of it (a browser checks every function's uniformity).
+    let four = assemble(KernelKey::new(Format::GgufQ4K, Op::Matmul, Variant::Subgroup, Columns::Tiled)).unwrap();
+    assert!(!four.contains("fn tall(") && !four.contains("matmul_tiled_tall"));
     for (op, variant) in [(Op::Matmul, Variant::Workgroup), (Op::MatmulA8, Variant::Subgroup)] {
         let err = tall(op, variant).expect_err("no tall kernel");
         assert!(err.to_string().contains("A32's subgroup variant only"), "{err}");
