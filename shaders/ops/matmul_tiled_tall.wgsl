@@ -5,9 +5,9 @@
 // Only modules of this shape hold it: its idle invocations leave the shuffles out of uniform
 // control flow, which WGSL's subgroup uniformity rule refuses where a browser checks it.
 
-// Four rows' sums with one column's chunk x: a scalar sum per row, a quad of x at a time, so
-// that eight rows' sums, a quad and a product fit a CPU's sixteen vector registers (the rows'
-// weights are read from where the compiler spilled them).
+// Four rows' sums with one column's chunk x: a scalar sum per row, a quad of x at a time, the
+// form the eight-row counts were taken with (at four rows it counted as dot_chunk's did), so a
+// row's sum is one register beside a quad of x however many rows an invocation holds.
 fn four_rows(w0: Chunk, w1: Chunk, w2: Chunk, w3: Chunk, x: Chunk) -> vec4<f32> {
     var s = vec4<f32>(0.0);
     for (var i = 0u; i < 8u; i++) {

@@ -401,8 +401,7 @@ impl Gpu {
         }
         let label = format!("bound {} {:?}", key(Columns::UpToMax).label(), desc.shape);
         let plan = Plan::Product(p);
-        let max_count = max_columns as u64;
-        let tiled = tiled_columns;
+        let (max_count, tiled) = (max_columns as u64, tiled_columns);
         self.bound(Parts { label, plan, max_count, pipelines, matvec, tiled, sets, status: None }).await
     }
 
