@@ -35,7 +35,7 @@ fn block_words4(b: u32) -> vec4<u32> {
     }
     if BLOCK_BYTES % 4u == 0u {
         let w = b >> 2u;
-        return vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
+        return vec4<u32>(record_word(w), record_word(w + 1u), record_word(w + 2u), record_word(w + 3u));
     }
     let w = b >> 2u;
     let s = (b & 3u) * 8u;
@@ -77,11 +77,12 @@ fn block_words2(b: u32) -> vec2<u32> {
     return (lo >> vec2<u32>(s)) | ((hi << vec2<u32>(1u)) << vec2<u32>(31u - s));
 }
 
-// The u32 at byte b of a block: one load for blocks of whole words (every caller's b is then a
-// block's start + 4k), else p0_u32_at's two.
+// The u32 at byte b of a block: one word for blocks of whole words (every caller's b is then a
+// block's start + 4k), else p0_u32_at's two. Whole words come through record_word: the buffer's
+// (shaders/codecs/gguf_records.wgsl), or the tall kernel's stage where it stages the records.
 fn block_u32_at(b: u32) -> u32 {
     if BLOCK_BYTES % 4u == 0u {
-        return plane0[b >> 2u];
+        return record_word(b >> 2u);
     }
     return p0_u32_at(b);
 }

@@ -2,6 +2,10 @@
 // variant as CPU drivers take it, assembled after shaders/ops/matmul_tiled.wgsl and
 // matmul_tiled_subgroup.wgsl, with an entry point of its own. One column goes by four rows as
 // there; two or more by eight (docs/performance.md#eight-rows-an-invocation-on-cpu-drivers).
+// How rows are read is the last file's: tall_one_column, tall_stage and tall_weights come from
+// shaders/ops/matmul_tiled_tall_direct.wgsl, or from matmul_tiled_tall_staged.wgsl for the types
+// whose records are loaded four or eight rows at a time (src/gpu/kernels/geometry.rs,
+// staged_records).
 // Only modules of this shape hold it: its idle invocations leave the shuffles out of uniform
 // control flow, which WGSL's subgroup uniformity rule refuses where a browser checks it.
 
@@ -32,14 +36,15 @@ fn tall(wg: vec3<u32>, li: u32, lane: u32) {
     var lo: TileSums;
     var hi: TileSums;
     for (var c = 0u; c < P.chunks; c++) {
-        let w0 = chunk_weights(row, c);
-        let w1 = chunk_weights(row + 1u, c);
-        let w2 = chunk_weights(row + 2u, c);
-        let w3 = chunk_weights(row + 3u, c);
-        let w4 = chunk_weights(row + 4u, c);
-        let w5 = chunk_weights(row + 5u, c);
-        let w6 = chunk_weights(row + 6u, c);
-        let w7 = chunk_weights(row + 7u, c);
+        tall_stage(row, c);
+        let w0 = tall_weights(row, 0u, c);
+        let w1 = tall_weights(row, 1u, c);
+        let w2 = tall_weights(row, 2u, c);
+        let w3 = tall_weights(row, 3u, c);
+        let w4 = tall_weights(row, 4u, c);
+        let w5 = tall_weights(row, 5u, c);
+        let w6 = tall_weights(row, 6u, c);
+        let w7 = tall_weights(row, 7u, c);
         for (var j = 0u; j < columns; j++) {
             let x = column_step(j0, j, c, lane);
             lo[j] += four_rows(w0, w1, w2, w3, x);
@@ -66,7 +71,7 @@ fn matmul_tiled_tall(
 ) {
     codec_prepare(li, TILED_WG);
     if P.columns == 1u {
-        one_column(tile_of(wg, li), li, lane);
+        tall_one_column(tile_of(wg, li), li, lane);
         return;
     }
     tall(wg, li, lane);

@@ -26,6 +26,7 @@ const CODEC_BLOCK_SCALE: &str = include_str!("../../../shaders/codecs/block_scal
 const CODEC_FP8_ROWS: &str = include_str!("../../../shaders/codecs/fp8_rows.wgsl");
 const CODEC_GGUF_BLOCKS: &str = include_str!("../../../shaders/codecs/gguf_blocks.wgsl");
 const CODEC_GGUF_IQUANTS: &str = include_str!("../../../shaders/codecs/gguf_iquants.wgsl");
+const CODEC_GGUF_RECORDS: &str = include_str!("../../../shaders/codecs/gguf_records.wgsl");
 const OP_WEIGHTS: &str = include_str!("../../../shaders/ops/weights.wgsl");
 const OP_DEQUANT: &str = include_str!("../../../shaders/ops/dequant.wgsl");
 const OP_GATHER: &str = include_str!("../../../shaders/ops/gather.wgsl");
@@ -44,6 +45,8 @@ const OP_MATMUL_TILED_A8: &str = include_str!("../../../shaders/ops/matmul_tiled
 const OP_MATMUL_TILED_WORKGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_workgroup.wgsl");
 const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_subgroup.wgsl");
 const OP_MATMUL_TILED_TALL: &str = include_str!("../../../shaders/ops/matmul_tiled_tall.wgsl");
+const OP_MATMUL_TILED_TALL_DIRECT: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_direct.wgsl");
+const OP_MATMUL_TILED_TALL_STAGED: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_staged.wgsl");
 const OP_MATMUL_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_subgroup.wgsl");
 pub(crate) const PROBE: &str = include_str!("../../../shaders/ops/probe.wgsl");
 pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../../shaders/ops/probe_subgroup.wgsl");
@@ -232,7 +235,11 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         };
         match (key.columns, key.variant) {
             (Columns::TiledTall, variant) if key.columns.exists(key.op, variant) => {
-                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL])
+                let reads = match staged_records(key.format) {
+                    true => OP_MATMUL_TILED_TALL_STAGED,
+                    false => OP_MATMUL_TILED_TALL_DIRECT,
+                };
+                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL, reads])
             }
             (Columns::TiledTall, _) => {
                 return Err(Error::Unsupported(format!(
@@ -255,7 +262,14 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     if key.op == Op::MatmulA8 {
         s.push_str(&format!("const A8_PAIRS: bool = {};\n", a8_pairs(key.format)));
     }
-    for part in [COMMON].iter().chain(codec.sources()).chain(&op) {
+    // The block readers' words come from the buffer, or from the tall kernel's stage where it
+    // stages the type's records (shaders/ops/matmul_tiled_tall_staged.wgsl).
+    let records: &[&str] = match (codec, key.columns, staged_records(key.format)) {
+        (Codec::GgufBlocks, Columns::TiledTall, true) => &[],
+        (Codec::GgufBlocks, _, _) => &[CODEC_GGUF_RECORDS],
+        _ => &[],
+    };
+    for part in [COMMON].iter().chain(codec.sources()).chain(records).chain(&op) {
         s.push('\n');
         s.push_str(part);
     }
