@@ -21,7 +21,7 @@
 // 11-bit d times a <= 5-bit scale factor times a <= 6-bit grid value: exact.
 
 fn p0_u8_at(b: u32) -> u32 {
-    return (plane0[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
+    return (record_word(b >> 2u) >> ((b & 3u) * 8u)) & 0xffu;
 }
 
 // The four u32 at bytes b..b + 16. For types whose blocks are whole words every caller's b is a
@@ -39,8 +39,8 @@ fn block_words4(b: u32) -> vec4<u32> {
     }
     let w = b >> 2u;
     let s = (b & 3u) * 8u;
-    let lo = vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
-    let hi = vec4<u32>(lo.yzw, plane0[w + 4u]);
+    let lo = vec4<u32>(record_word(w), record_word(w + 1u), record_word(w + 2u), record_word(w + 3u));
+    let hi = vec4<u32>(lo.yzw, record_word(w + 4u));
     // As p0_u32_at: (x << 1) << (31 - s) is x << (32 - s), and 0 for s = 0.
     return (lo >> vec4<u32>(s)) | ((hi << vec4<u32>(1u)) << vec4<u32>(31u - s));
 }
@@ -53,10 +53,10 @@ fn block_words8(b: u32) -> array<vec4<u32>, 2> {
     }
     let w = b >> 2u;
     let s = (b & 3u) * 8u;
-    let lo0 = vec4<u32>(plane0[w], plane0[w + 1u], plane0[w + 2u], plane0[w + 3u]);
-    let lo1 = vec4<u32>(plane0[w + 4u], plane0[w + 5u], plane0[w + 6u], plane0[w + 7u]);
+    let lo0 = vec4<u32>(record_word(w), record_word(w + 1u), record_word(w + 2u), record_word(w + 3u));
+    let lo1 = vec4<u32>(record_word(w + 4u), record_word(w + 5u), record_word(w + 6u), record_word(w + 7u));
     let hi0 = vec4<u32>(lo0.yzw, lo1.x);
-    let hi1 = vec4<u32>(lo1.yzw, plane0[w + 8u]);
+    let hi1 = vec4<u32>(lo1.yzw, record_word(w + 8u));
     // As block_words4: (x << 1) << (31 - s) is x << (32 - s), and 0 for s = 0.
     return array<vec4<u32>, 2>(
         (lo0 >> vec4<u32>(s)) | ((hi0 << vec4<u32>(1u)) << vec4<u32>(31u - s)),
@@ -69,11 +69,11 @@ fn block_words8(b: u32) -> array<vec4<u32>, 2> {
 fn block_words2(b: u32) -> vec2<u32> {
     let w = b >> 2u;
     if BLOCK_BYTES % 4u == 0u {
-        return vec2<u32>(plane0[w], plane0[w + 1u]);
+        return vec2<u32>(record_word(w), record_word(w + 1u));
     }
     let s = (b & 3u) * 8u;
-    let lo = vec2<u32>(plane0[w], plane0[w + 1u]);
-    let hi = vec2<u32>(lo.y, plane0[w + 2u]);
+    let lo = vec2<u32>(record_word(w), record_word(w + 1u));
+    let hi = vec2<u32>(lo.y, record_word(w + 2u));
     return (lo >> vec2<u32>(s)) | ((hi << vec2<u32>(1u)) << vec2<u32>(31u - s));
 }
 
@@ -84,12 +84,15 @@ fn block_u32_at(b: u32) -> u32 {
     if BLOCK_BYTES % 4u == 0u {
         return record_word(b >> 2u);
     }
-    return p0_u32_at(b);
+    let w = b >> 2u;
+    let s = (b & 3u) * 8u;
+    // As p0_u32_at (shaders/common.wgsl), through record_word.
+    return (record_word(w) >> s) | ((record_word(w + 1u) << 1u) << (31u - s));
 }
 
 // A u16 at an even byte offset (every ggml field is): it never straddles a word, so one load.
 fn u16_at(b: u32) -> u32 {
-    return (plane0[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu;
+    return (record_word(b >> 2u) >> ((b & 2u) * 8u)) & 0xffffu;
 }
 
 // The two binary16 values at an even offset b and b + 2 (d and dmin, say).
@@ -161,9 +164,9 @@ fn levels_q8_0(base: u32, j: u32, in_row: u32) -> Chunk {
     var q: Chunk;
     let w = (base + 2u) >> 2u;
     let s = ((base + 2u) & 3u) * 8u;
-    var lo = plane0[w];
+    var lo = record_word(w);
     for (var t = 0u; t < 8u; t++) {
-        let hi = plane0[w + 1u + t];
+        let hi = record_word(w + 1u + t);
         // As block_words4: (hi << 1) << (31 - s) is hi << (32 - s), and 0 for s = 0.
         let word = (lo >> s) | ((hi << 1u) << (31u - s));
         lo = hi;
@@ -206,9 +209,9 @@ fn levels_q5_0(base: u32, j: u32, in_row: u32) -> Chunk {
     let off = (base & 2u) != 0u;
     // x[k]: the block's bytes 4k - 2 .. 4k + 2 (k = 1: the high bits; 2..5: the nibbles).
     var x: array<u32, 6>;
-    var lo = plane0[w];
+    var lo = record_word(w);
     for (var k = 1u; k < 6u; k++) {
-        let hi = plane0[w + k];
+        let hi = record_word(w + k);
         x[k] = select((lo >> 16u) | (hi << 16u), hi, off);
         lo = hi;
     }

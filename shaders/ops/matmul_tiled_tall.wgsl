@@ -4,8 +4,8 @@
 // there; two or more by eight (docs/performance.md#eight-rows-an-invocation-on-cpu-drivers).
 // How rows are read is the last file's: tall_one_column, tall_stage and tall_weights come from
 // shaders/ops/matmul_tiled_tall_direct.wgsl, or from matmul_tiled_tall_staged.wgsl for the types
-// whose records are loaded four or eight rows at a time (src/gpu/kernels/geometry.rs,
-// staged_records).
+// whose records are loaded eight rows at a time (src/gpu/kernels/geometry.rs, staged_records),
+// where one column takes eight rows too.
 // Only modules of this shape hold it: its idle invocations leave the shuffles out of uniform
 // control flow, which WGSL's subgroup uniformity rule refuses where a browser checks it.
 
@@ -71,7 +71,7 @@ fn matmul_tiled_tall(
 ) {
     codec_prepare(li, TILED_WG);
     if P.columns == 1u {
-        tall_one_column(tile_of(wg, li), li, lane);
+        tall_one_column(wg, li, lane);
         return;
     }
     tall(wg, li, lane);

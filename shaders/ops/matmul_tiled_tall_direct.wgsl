@@ -2,8 +2,8 @@
 // it does not stage: each row's chunk decoded where it lies, and one column by the four-row path
 // of shaders/ops/matmul_tiled.wgsl.
 
-fn tall_one_column(t: Tile, li: u32, lane: u32) {
-    one_column(t, li, lane);
+fn tall_one_column(wg: vec3<u32>, li: u32, lane: u32) {
+    one_column(tile_of(wg, li), li, lane);
 }
 
 fn tall_stage(row: u32, c: u32) {}

@@ -128,15 +128,15 @@ pub fn matvec_by_rows(format: Format) -> bool {
 
 /// Whether the tall tiled kernel (CPU drivers' A32 products, [`Columns::TiledTall`]) loads an
 /// invocation's rows' records of a chunk as vec4s into a stage, where the block readers take
-/// them (`shaders/ops/matmul_tiled_tall_staged.wgsl`), instead of a word per load. On a CPU
-/// driver every load is a per-lane loop whose cost is mostly per load, not per word
-/// (docs/performance.md#records-staged-four-rows-at-a-time). It needs 32-value GGUF blocks of
-/// whole words (four rows' records then fill whole vec4s) whose readers take every word through
-/// `block_u32_at` or `block_words4`: q4_1 and q5_1. Blocks of 256 values are read a part per
-/// chunk, and the others' blocks are not whole words.
+/// their words (`record_word`), instead of a word or two per load. On a CPU driver every load
+/// is a per-lane loop whose cost is mostly per load, not per word
+/// (docs/performance.md#records-staged-a-vec4-at-a-time). It needs 32-value GGUF blocks of an
+/// even size, so that eight rows' records fill whole vec4s and four rows' whole vec4s and at
+/// most two words: q4_0, q5_0, q8_0, iq4_nl, q4_1, q5_1. Blocks of 256 values are read a part
+/// per chunk, and mxfp4's 17 bytes are odd.
 pub fn staged_records(format: Format) -> bool {
     match format.spec().geometry {
-        Geometry::Block { values: 32, bytes } => bytes % 4 == 0,
+        Geometry::Block { values: 32, bytes } => bytes % 2 == 0,
         Geometry::Block { .. }
         | Geometry::Direct { .. }
         | Geometry::Grouped { .. }

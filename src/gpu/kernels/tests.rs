@@ -280,15 +280,16 @@ fn the_tall_tiled_kernel_is_a32_subgroup_on_native_cpu_drivers_only() {
 }
 
 #[test]
-fn the_tall_kernel_stages_the_records_of_32_value_blocks_of_whole_words() {
+fn the_tall_kernel_stages_the_records_of_32_value_blocks_of_even_sizes() {
     let staged: Vec<Format> = Format::ALL.iter().copied().filter(|f| staged_records(*f)).collect();
-    assert_eq!(staged, [Format::GgufQ4_1, Format::GgufQ5_1]);
+    let expected = [Format::GgufQ8_0, Format::GgufQ4_0, Format::GgufQ5_0, Format::GgufIq4Nl];
+    assert_eq!(staged, [&expected[..], &[Format::GgufQ4_1, Format::GgufQ5_1]].concat());
     let module = |format, columns| assemble(KernelKey::new(format, Op::Matmul, Variant::Subgroup, columns)).unwrap();
     // Exactly one record_word per GGUF module: the stage's in a staged type's tall kernel, the
     // buffer's everywhere else.
     let from_stage = "return STAGE[w];";
     let from_buffer = "return plane0[w];";
-    for format in [Format::GgufQ4_1, Format::GgufQ5_1, Format::GgufQ5_0, Format::GgufQ4K] {
+    for format in [Format::GgufQ4_1, Format::GgufQ5_0, Format::GgufMxfp4, Format::GgufQ4K] {
         for columns in [Columns::One, Columns::Tiled, Columns::TiledTall] {
             let source = module(format, columns);
             let staged = staged_records(format) && columns == Columns::TiledTall;
