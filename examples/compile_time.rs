@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let uploaded = block_on(gpu.upload(&tensor.trusted()))?;
     // The variant the platform runs by default: the one the one-column kernel is built for.
     let variant = capability::best_variant(format, profile.op(), gpu.platform());
-    for columns in Columns::ALL.into_iter().rev().filter(|c| c.exists(profile.op(), variant)) {
+    for columns in Columns::ALL.into_iter().rev().filter(|c| c.exists(format, profile.op(), variant)) {
         let count = columns.capacity();
         let key = KernelKey::new(format, profile.op(), variant, columns);
         std::fs::write(format!("target/kernel-{}.wgsl", columns.name()), assemble(key)?)?;

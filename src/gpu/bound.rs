@@ -166,7 +166,7 @@ impl BoundOp {
         let records = self.records(count as u64)?;
         let has = |k| records.iter().any(|r| r.kernel == k);
         Ok(match &self.parts.plan {
-            Plan::Product(_) if has(Kernel::Tiled) => "tiled",
+            Plan::Product(_) if has(Kernel::Tiled) || has(Kernel::TiledOne) => "tiled",
             Plan::Product(_) if count == 1 && self.parts.matvec.is_some() => "j1",
             Plan::Product(_) => "j8",
             Plan::Gather(_) => "gather",
@@ -178,13 +178,14 @@ impl BoundOp {
     /// bound the tall tiled kernel and `count` is two or more (its one-column path takes 4), 4
     /// for the four-row kernel, `None` where the record takes no tiled kernel.
     pub fn tiled_rows(&self, count: u32) -> Result<Option<u32>> {
-        let tiled = self.records(count as u64)?.iter().any(|r| r.kernel == Kernel::Tiled);
+        let tiled = self.records(count as u64)?.iter().any(|r| matches!(r.kernel, Kernel::Tiled | Kernel::TiledOne));
         Ok(match (tiled, self.parts.tiled) {
             (false, _) | (true, None) => None,
             (true, Some(Columns::TiledTall)) if count >= 2 => Some(2 * TILED_ROW_BLOCK),
-            (true, Some(Columns::Tiled | Columns::TiledTall | Columns::One | Columns::UpToMax)) => {
-                Some(TILED_ROW_BLOCK)
-            }
+            (
+                true,
+                Some(Columns::Tiled | Columns::TiledTall | Columns::TallOneColumn | Columns::One | Columns::UpToMax),
+            ) => Some(TILED_ROW_BLOCK),
         })
     }
 
@@ -311,7 +312,7 @@ impl Gpu {
     /// ([`capability::tiled_columns`]).
     pub(crate) fn tiled_columns(&self, op: Op, variant: Variant) -> Columns {
         match self.tall_tiles {
-            Some(true) if Columns::TiledTall.exists(op, variant) => Columns::TiledTall,
+            Some(true) if Columns::tall_exists(op, variant) => Columns::TiledTall,
             Some(_) => Columns::Tiled,
             None => capability::tiled_columns(op, variant, &self.platform),
         }
@@ -357,7 +358,7 @@ impl Gpu {
         let (format, geometry, place) = (desc.format, weights.geometry(), weights.placement());
         let max = max_columns as u64;
         let counts = plan::ColumnCounts { max, tiled_from: tiled_from.map(u64::from) };
-        let p = plan::bound_product(format, geometry, &limits, place, profile, io, counts)?;
+        let mut p = plan::bound_product(format, geometry, &limits, place, profile, io, counts)?;
         // The kernels its records can use, each compiled once per device: matvec's own for one
         // column with the default variant, the 8-column one, the tiled one past the crossover.
         let mut pipelines = HashMap::new();
@@ -371,6 +372,12 @@ impl Gpu {
             let columns = self.tiled_columns(op, tiled);
             pipelines.insert(Kernel::Tiled, self.pipeline(KernelKey::new(format, op, tiled, columns)).await?);
             tiled_columns = Some(columns);
+            // One column takes the tall kernel's module of its own where the format has one.
+            let own = Columns::TallOneColumn;
+            if columns == Columns::TiledTall && own.exists(format, op, tiled) && p.tiled_from == Some(1) {
+                pipelines.insert(Kernel::TiledOne, self.pipeline(KernelKey::new(format, op, tiled, own)).await?);
+                p.tiled_one_column = true;
+            }
         }
         let matvec = match variant == best {
             true => Some(self.pipeline(key(Columns::One)).await?),

@@ -179,7 +179,7 @@ pub fn kernel_keys() -> Vec<KernelKey> {
                     Op::Matmul | Op::MatmulA8 => &Columns::ALL,
                     Op::Dequant | Op::Gather => &[Columns::One],
                 };
-                let built = columns.iter().filter(|c| c.exists(op, variant));
+                let built = columns.iter().filter(|c| c.exists(format, op, variant));
                 keys.extend(built.map(|&columns| KernelKey { format, op, variant, columns }));
             }
         }
@@ -226,7 +226,7 @@ pub fn tiled_columns(op: Op, variant: Variant, platform: &Platform) -> Columns {
 /// [`tiled_columns`] for an adapter of `device_type` (wgpu's name: "Cpu", "DiscreteGpu", …),
 /// in a browser or not.
 pub fn tiled_columns_on(op: Op, variant: Variant, device_type: &str, browser: bool) -> Columns {
-    match Columns::TiledTall.exists(op, variant) && device_type == "Cpu" && !browser {
+    match Columns::tall_exists(op, variant) && device_type == "Cpu" && !browser {
         true => Columns::TiledTall,
         false => Columns::Tiled,
     }

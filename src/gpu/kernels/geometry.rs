@@ -103,7 +103,7 @@ impl RowBlock {
             (Columns::UpToMax, _, Op::MatmulA8, false)
             | (Columns::UpToMax, _, Op::Matmul | Op::Dequant | Op::Gather, _) => base,
             // The tiled kernel has no row blocks; the constants are unused.
-            (Columns::Tiled | Columns::TiledTall, _, _, _) => base,
+            (Columns::Tiled | Columns::TiledTall | Columns::TallOneColumn, _, _, _) => base,
         }
     }
 }
@@ -143,6 +143,16 @@ pub fn staged_records(format: Format) -> bool {
         | Geometry::BlockScaled { .. }
         | Geometry::RowScaled { .. } => false,
     }
+}
+
+/// Whether one column's product where the tall tiled kernel is bound takes a kernel of its own
+/// ([`Columns::TallOneColumn`]) that stages the four rows' records a block at a time: q6_K, whose
+/// 210-byte records put a chunk's 18 words and two halves two bytes off a word, each a load of
+/// its own. Counted and timed on lavapipe: 15.8 instructions a weight before, 9.4 after
+/// (docs/performance.md#q6_k-records-staged-a-block-at-a-time). q4_K's and q5_K's records are
+/// whole vec4s already read as such, and staged they counted the same and ran slower.
+pub fn staged_blocks(format: Format) -> bool {
+    format == Format::GgufQ6K
 }
 
 /// Rows per product workgroup for `format`.

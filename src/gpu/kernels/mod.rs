@@ -47,6 +47,8 @@ const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul
 const OP_MATMUL_TILED_TALL: &str = include_str!("../../../shaders/ops/matmul_tiled_tall.wgsl");
 const OP_MATMUL_TILED_TALL_DIRECT: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_direct.wgsl");
 const OP_MATMUL_TILED_TALL_STAGED: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_staged.wgsl");
+const OP_MATMUL_TILED_STAGE: &str = include_str!("../../../shaders/ops/matmul_tiled_stage.wgsl");
+const OP_MATMUL_TALL_BLOCKS: &str = include_str!("../../../shaders/ops/matmul_tall_blocks.wgsl");
 const OP_MATMUL_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_subgroup.wgsl");
 pub(crate) const PROBE: &str = include_str!("../../../shaders/ops/probe.wgsl");
 pub(crate) const PROBE_SUBGROUP: &str = include_str!("../../../shaders/ops/probe_subgroup.wgsl");
@@ -195,7 +197,7 @@ fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> St
     // assembled with go unused, sized for one column so they reserve no workgroup memory.
     let columns = match columns {
         Columns::One | Columns::UpToMax => columns.capacity() as u32,
-        Columns::Tiled | Columns::TiledTall => 1,
+        Columns::Tiled | Columns::TiledTall | Columns::TallOneColumn => 1,
     };
     let row_at_a_time = match order {
         MatvecOrder::RowAtATime => true,
@@ -234,16 +236,30 @@ pub fn assemble(key: KernelKey) -> Result<String> {
             Op::Matmul | Op::Dequant | Op::Gather => OP_MATMUL_TILED,
         };
         match (key.columns, key.variant) {
-            (Columns::TiledTall, variant) if key.columns.exists(key.op, variant) => {
-                let reads = match staged_records(key.format) {
-                    true => OP_MATMUL_TILED_TALL_STAGED,
-                    false => OP_MATMUL_TILED_TALL_DIRECT,
+            (Columns::TiledTall, variant) if key.columns.exists(key.format, key.op, variant) => {
+                let reads: &[&str] = match staged_records(key.format) {
+                    true => &[OP_MATMUL_TILED_STAGE, OP_MATMUL_TILED_TALL_STAGED],
+                    false => &[OP_MATMUL_TILED_TALL_DIRECT],
                 };
-                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL, reads])
+                op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL]);
+                op.extend(reads);
             }
+            (Columns::TallOneColumn, variant) if key.columns.exists(key.format, key.op, variant) => op.extend([
+                OP_MATMUL_TILE,
+                tiled,
+                OP_MATMUL_TILED_SUBGROUP,
+                OP_MATMUL_TILED_STAGE,
+                OP_MATMUL_TALL_BLOCKS,
+            ]),
             (Columns::TiledTall, _) => {
                 return Err(Error::Unsupported(format!(
                     "{}: the tall tiled kernel is A32's subgroup variant only",
+                    key.label()
+                )))
+            }
+            (Columns::TallOneColumn, _) => {
+                return Err(Error::Unsupported(format!(
+                    "{}: the tall kernel's one column of its own is A32's subgroup variant of q6_K only",
                     key.label()
                 )))
             }
@@ -263,9 +279,10 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         s.push_str(&format!("const A8_PAIRS: bool = {};\n", a8_pairs(key.format)));
     }
     // The block readers' words come from the buffer, or from the tall kernel's stage where it
-    // stages the type's records (shaders/ops/matmul_tiled_tall_staged.wgsl).
+    // stages the type's records (shaders/ops/matmul_tiled_stage.wgsl): a chunk at a time, or a
+    // block at a time in q6_K's one column of its own.
     let records: &[&str] = match (codec, key.columns, staged_records(key.format)) {
-        (Codec::GgufBlocks, Columns::TiledTall, true) => &[],
+        (Codec::GgufBlocks, Columns::TiledTall, true) | (Codec::GgufBlocks, Columns::TallOneColumn, _) => &[],
         (Codec::GgufBlocks, _, _) => &[CODEC_GGUF_RECORDS],
         _ => &[],
     };

@@ -32,19 +32,32 @@ pub enum Columns {
     /// The subgroup variant of A32 only (see [`Columns::exists`]), with an entry point and a
     /// source file of its own (`shaders/ops/matmul_tiled_tall.wgsl`).
     TiledTall,
+    /// One column where the tall tiled kernel is bound, for the types whose records it stages a
+    /// block at a time ([`staged_blocks`](super::staged_blocks): q6_K): the tall kernel's
+    /// one-column path in a module of its own, whose block readers take every word from the
+    /// stage (`shaders/ops/matmul_tall_blocks.wgsl`).
+    TallOneColumn,
 }
 
 impl Columns {
-    pub const ALL: [Columns; 4] = [Columns::One, Columns::UpToMax, Columns::Tiled, Columns::TiledTall];
+    pub const ALL: [Columns; 5] =
+        [Columns::One, Columns::UpToMax, Columns::Tiled, Columns::TiledTall, Columns::TallOneColumn];
 
-    /// Whether a kernel of these columns is built for `op` and `variant`: the tall tiled kernel
-    /// is A32's, and its idle invocations return before the columns loop, which only the
-    /// subgroup variant (which stages nothing, so has no barriers there) allows.
-    pub fn exists(self, op: Op, variant: Variant) -> bool {
+    /// Whether a kernel of these columns is built for `format`, `op` and `variant`: the tall
+    /// tiled kernel is A32's, and its idle invocations return before the columns loop, which
+    /// only the subgroup variant (which stages nothing, so has no barriers there) allows; its
+    /// one column of its own only for the types it stages a block at a time.
+    pub fn exists(self, format: Format, op: Op, variant: Variant) -> bool {
         match self {
             Columns::One | Columns::UpToMax | Columns::Tiled => true,
-            Columns::TiledTall => op == Op::Matmul && variant == Variant::Subgroup,
+            Columns::TiledTall => Columns::tall_exists(op, variant),
+            Columns::TallOneColumn => Columns::tall_exists(op, variant) && super::staged_blocks(format),
         }
+    }
+
+    /// Whether the tall tiled kernel is built for `op` and `variant`, whatever the format.
+    pub fn tall_exists(op: Op, variant: Variant) -> bool {
+        op == Op::Matmul && variant == Variant::Subgroup
     }
 
     /// The kernel that serves `count` columns (1..=MAX_COLUMNS, checked by the caller) with a
@@ -64,7 +77,7 @@ impl Columns {
     /// The most columns the kernel's accumulators and reduction slots hold.
     pub fn capacity(self) -> usize {
         match self {
-            Columns::One => 1,
+            Columns::One | Columns::TallOneColumn => 1,
             Columns::UpToMax => MAX_COLUMNS,
             Columns::Tiled | Columns::TiledTall => TILE_COLUMNS as usize,
         }
@@ -76,6 +89,7 @@ impl Columns {
             Columns::UpToMax => "j8",
             Columns::Tiled => "tiled",
             Columns::TiledTall => "tiled_tall",
+            Columns::TallOneColumn => "tall_j1",
         }
     }
 }
@@ -257,6 +271,7 @@ impl KernelKey {
             (Op::Gather, _, _) => "gather",
             // Built for A32's subgroup variant only (Columns::exists).
             (Op::Matmul | Op::MatmulA8, _, Columns::TiledTall) => "matmul_tiled_tall",
+            (Op::Matmul | Op::MatmulA8, _, Columns::TallOneColumn) => "matmul_tall_one_column",
             (Op::Matmul | Op::MatmulA8, Variant::Subgroup, Columns::Tiled) => "matmul_tiled_subgroup",
             (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, Columns::Tiled) => "matmul_tiled",
             (Op::Matmul | Op::MatmulA8, Variant::Workgroup | Variant::EmulatedDot, _) => "matmul",

@@ -289,15 +289,27 @@ fn the_tall_kernel_stages_the_records_of_32_value_blocks_of_even_sizes() {
     // buffer's everywhere else.
     let from_stage = "return STAGE[w];";
     let from_buffer = "return plane0[w];";
-    for format in [Format::GgufQ4_1, Format::GgufQ5_0, Format::GgufMxfp4, Format::GgufQ4K] {
-        for columns in [Columns::One, Columns::Tiled, Columns::TiledTall] {
+    for format in [Format::GgufQ4_1, Format::GgufQ5_0, Format::GgufMxfp4, Format::GgufQ4K, Format::GgufQ6K] {
+        for columns in Columns::ALL.into_iter().filter(|c| c.exists(format, Op::Matmul, Variant::Subgroup)) {
             let source = module(format, columns);
-            let staged = staged_records(format) && columns == Columns::TiledTall;
+            let staged = (staged_records(format) && columns == Columns::TiledTall) || columns == Columns::TallOneColumn;
             assert_eq!(source.matches("fn record_word(").count(), 1, "{format:?} {columns:?}");
             assert_eq!(source.contains(from_stage), staged, "{format:?} {columns:?}");
             assert_eq!(source.contains(from_buffer), !staged, "{format:?} {columns:?}");
         }
     }
+    // q6_K's one column has a kernel of its own where the tall kernel is bound, which stages
+    // the records a block at a time; no other type has one, and only A32's subgroup variant.
+    let blocks: Vec<Format> = Format::ALL.iter().copied().filter(|f| staged_blocks(*f)).collect();
+    assert_eq!(blocks, [Format::GgufQ6K]);
+    assert!(!Columns::TallOneColumn.exists(Format::GgufQ4K, Op::Matmul, Variant::Subgroup));
+    assert!(!Columns::TallOneColumn.exists(Format::GgufQ6K, Op::Matmul, Variant::Workgroup));
+    assert!(!Columns::TallOneColumn.exists(Format::GgufQ6K, Op::MatmulA8, Variant::Subgroup));
+    let one = module(Format::GgufQ6K, Columns::TallOneColumn);
+    assert!(one.contains("fn matmul_tall_one_column(") && !one.contains("fn matmul_tiled_tall("));
+    let err = assemble(KernelKey::new(Format::GgufQ6K, Op::Matmul, Variant::Workgroup, Columns::TallOneColumn))
+        .expect_err("A32's subgroup variant only");
+    assert!(err.to_string().contains("subgroup variant of q6_K only"), "{err}");
     // Other codecs have no block readers, so no record_word.
     assert!(!module(Format::Q8G32Fp16, Columns::TiledTall).contains("fn record_word("));
 }

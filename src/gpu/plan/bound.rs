@@ -108,6 +108,9 @@ pub enum Kernel {
     Product,
     /// The tiled product kernel (any columns, a tile of them per workgroup along z).
     Tiled,
+    /// One column of a tiled product in a kernel of its own, the tiled kernel's geometry
+    /// (`Columns::TallOneColumn`, where the plan's `tiled_one_column` says so).
+    TiledOne,
     Gather,
     Dequant,
 }
@@ -142,6 +145,9 @@ pub struct ProductPlan {
     pub q8_words: u64,
     /// The count from which records take the tiled kernel (`None`: never).
     pub tiled_from: Option<u64>,
+    /// Whether a record of one column through the tiled kernel takes [`Kernel::TiledOne`]
+    /// instead (set by the binder, which knows the kernels).
+    pub tiled_one_column: bool,
     rows_per_group: u64,
     max_dim: u64,
     max_groups: u64,
@@ -208,6 +214,7 @@ pub(super) fn product(f: &Frame, profile: Profile, io: [&Operand; 2], counts: Co
         y_stride: y.stride,
         q8_words,
         tiled_from,
+        tiled_one_column: false,
         rows_per_group: kernels::matmul_rows(f.format) as u64,
         max_dim: f.max_dim,
         max_groups: f.max_groups,
@@ -248,6 +255,10 @@ impl ProductPlan {
         };
         if self.tiled_from.is_some_and(|t| columns >= t) {
             // Every column at once: a workgroup per TILED_ROWS rows and TILE_COLUMNS columns.
+            let kernel = match columns == 1 && self.tiled_one_column {
+                true => Kernel::TiledOne,
+                false => Kernel::Tiled,
+            };
             for (i, (_, base)) in self.passes.iter().enumerate() {
                 let mut p = *base;
                 p.columns = columns as u32;
@@ -258,7 +269,7 @@ impl ProductPlan {
                 let rows = dispatch_size((p.rows as u64).div_ceil(TILED_ROWS as u64), self.max_dim);
                 p.groups_x = rows[0];
                 let tiles = to_u32(columns.div_ceil(TILE_COLUMNS as u64), "column tiles")?;
-                records.push(Record { kernel: Kernel::Tiled, set: i, params: p, groups: [rows[0], rows[1], tiles] });
+                records.push(Record { kernel, set: i, params: p, groups: [rows[0], rows[1], tiles] });
             }
             return Ok(records);
         }

@@ -422,4 +422,16 @@ fn past_the_crossover_records_take_the_tiled_kernel_in_either_profile() {
     let a8 = bound_product(Format::GgufQ4K, &g, &l, &place, Profile::A8, [&x, &y], counts).unwrap();
     let kinds: Vec<Kernel> = a8.records(32).unwrap().iter().map(|r| r.kernel).collect();
     assert_eq!(kinds, [Kernel::Quantize, Kernel::Tiled, Kernel::Tiled], "A8: the quantize pass, then tiled passes");
+    // Where the binder marks one column as a kernel of its own (the tall kernel's, for q6_K),
+    // one column takes it with the tiled kernel's geometry, and two or more the tiled kernel.
+    let counts = ColumnCounts { max: 32, tiled_from: Some(1) };
+    let mut one = bound_product(Format::GgufQ4K, &g, &l, &place, Profile::A32, [&x, &y], counts).unwrap();
+    let plain = one.records(1).unwrap();
+    assert!(plain.iter().all(|r| r.kernel == Kernel::Tiled));
+    one.tiled_one_column = true;
+    let own = one.records(1).unwrap();
+    assert!(own.iter().all(|r| r.kernel == Kernel::TiledOne));
+    let same = |r: &[Record]| r.iter().map(|r| (r.set, r.params, r.groups)).collect::<Vec<_>>();
+    assert_eq!(same(&own), same(&plain), "the same dispatches and parameters");
+    assert!(one.records(2).unwrap().iter().all(|r| r.kernel == Kernel::Tiled));
 }
