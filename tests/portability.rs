@@ -73,9 +73,9 @@ fn every_kernel_validates_and_translates_to_every_backend_language() {
         .count();
     assert_eq!(
         keys.len(),
-        formats * 2 + (formats - 1) * (2 * 3 + 1) + codes * 3 * 3 + 1,
+        formats * 2 + (formats - 1) * (2 * 3 + 1) + codes * 3 * 3 + 4,
         "every format has dequant and gather, every float format matmul in two variants for one column, up \
-         to eight and tiled (and the subgroup variant's tall tiled kernel; q6_K's tall one column too), every gguf, grouped and nvfp4 type matmul_a8 in three (packed dot, packed dot \
+         to eight and tiled (and the subgroup variant's tall tiled kernel; four types' tall one column too), every gguf, grouped and nvfp4 type matmul_a8 in three (packed dot, packed dot \
          with subgroups, emulated dot) for one column, up to eight and tiled"
     );
     let failures: Vec<String> =

@@ -1,10 +1,11 @@
 // One column by four rows an invocation, as the tall tiled kernel's one-column path, for the
 // 256-value GGUF types whose chunks are read a few words at a time from unaligned records
-// (q6_K: src/gpu/kernels/geometry.rs, staged_blocks), after shaders/ops/matmul_tiled_stage.wgsl.
+// (q2_K, q3_K, q6_K, tq1_0: src/gpu/kernels/geometry.rs, staged_blocks), after
+// shaders/ops/matmul_tiled_stage.wgsl.
 // A chunk of q6_K takes 18 words of its 210-byte record and two halves, each loaded alone and
 // funnel-shifted; here the four rows' records of a block, side by side in row tiles, are loaded
 // once as vec4s and its eight chunks read from the stage
-// (docs/performance.md#q6_k-records-staged-a-block-at-a-time). A kernel of its own
+// (docs/performance.md#256-value-records-staged-a-block-at-a-time). A kernel of its own
 // (Columns::TallOneColumn): the readers take every word from the stage, and the tall kernel's
 // many-column path reads a chunk of eight rows where it lies.
 

@@ -52,7 +52,7 @@ fn stage_record(b: u32, src: u32) {
 
 // Rows row..row + n - 1's records of chunk c into STAGE (n = 4 or 8, row a multiple of n).
 // In row tiles they lie side by side from byte s, which is on a 16-byte boundary where n
-// records fill whole vec4s. Four records of a size 2 mod 4 (q4_0, q5_0, q8_0, iq4_nl, q6_K) fill
+// records fill whole vec4s. Four records of a size 2 mod 4 (q4_0, q5_0, q8_0, iq4_nl; q3_K, q6_K) fill
 // whole vec4s and two words, from s on a boundary or 8 bytes past one by the lane: those two
 // words come first or last, and each stage word is picked by a select, never a branch.
 fn stage_records(row: u32, c: u32, n: u32) {

@@ -259,7 +259,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
             }
             (Columns::TallOneColumn, _) => {
                 return Err(Error::Unsupported(format!(
-                    "{}: the tall kernel's one column of its own is A32's subgroup variant of q6_K only",
+                    "{}: the tall kernel's one column of its own is A32's subgroup variant of the types it stages a block at a time only",
                     key.label()
                 )))
             }
@@ -280,7 +280,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
     }
     // The block readers' words come from the buffer, or from the tall kernel's stage where it
     // stages the type's records (shaders/ops/matmul_tiled_stage.wgsl): a chunk at a time, or a
-    // block at a time in q6_K's one column of its own.
+    // block at a time in the one column of its own (staged_blocks).
     let records: &[&str] = match (codec, key.columns, staged_records(key.format)) {
         (Codec::GgufBlocks, Columns::TiledTall, true) | (Codec::GgufBlocks, Columns::TallOneColumn, _) => &[],
         (Codec::GgufBlocks, _, _) => &[CODEC_GGUF_RECORDS],

@@ -33,7 +33,7 @@ pub enum Columns {
     /// source file of its own (`shaders/ops/matmul_tiled_tall.wgsl`).
     TiledTall,
     /// One column where the tall tiled kernel is bound, for the types whose records it stages a
-    /// block at a time ([`staged_blocks`](super::staged_blocks): q6_K): the tall kernel's
+    /// block at a time ([`staged_blocks`](super::staged_blocks): q2_K, q3_K, q6_K, tq1_0): the tall kernel's
     /// one-column path in a module of its own, whose block readers take every word from the
     /// stage (`shaders/ops/matmul_tall_blocks.wgsl`).
     TallOneColumn,

@@ -298,10 +298,10 @@ fn the_tall_kernel_stages_the_records_of_32_value_blocks_of_even_sizes() {
             assert_eq!(source.contains(from_buffer), !staged, "{format:?} {columns:?}");
         }
     }
-    // q6_K's one column has a kernel of its own where the tall kernel is bound, which stages
-    // the records a block at a time; no other type has one, and only A32's subgroup variant.
+    // Some 256-value types' one column has a kernel of its own where the tall kernel is bound,
+    // which stages the records a block at a time; only A32's subgroup variant.
     let blocks: Vec<Format> = Format::ALL.iter().copied().filter(|f| staged_blocks(*f)).collect();
-    assert_eq!(blocks, [Format::GgufQ6K]);
+    assert_eq!(blocks, [Format::GgufQ2K, Format::GgufQ3K, Format::GgufQ6K, Format::GgufTq1_0]);
     assert!(!Columns::TallOneColumn.exists(Format::GgufQ4K, Op::Matmul, Variant::Subgroup));
     assert!(!Columns::TallOneColumn.exists(Format::GgufQ6K, Op::Matmul, Variant::Workgroup));
     assert!(!Columns::TallOneColumn.exists(Format::GgufQ6K, Op::MatmulA8, Variant::Subgroup));
@@ -309,7 +309,7 @@ fn the_tall_kernel_stages_the_records_of_32_value_blocks_of_even_sizes() {
     assert!(one.contains("fn matmul_tall_one_column(") && !one.contains("fn matmul_tiled_tall("));
     let err = assemble(KernelKey::new(Format::GgufQ6K, Op::Matmul, Variant::Workgroup, Columns::TallOneColumn))
         .expect_err("A32's subgroup variant only");
-    assert!(err.to_string().contains("subgroup variant of q6_K only"), "{err}");
+    assert!(err.to_string().contains("the types it stages a block at a time only"), "{err}");
     // Other codecs have no block readers, so no record_word.
     assert!(!module(Format::Q8G32Fp16, Columns::TiledTall).contains("fn record_word("));
 }
