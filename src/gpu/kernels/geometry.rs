@@ -148,12 +148,10 @@ pub fn staged_records(format: Format) -> bool {
 /// Whether one column's product where the tall tiled kernel is bound takes a kernel of its own
 /// ([`Columns::TallOneColumn`]) that stages the four rows' records a block at a time: the
 /// 256-value types whose chunks are read a few words at a time from records off a word or a
-/// vec4 (q6_K's 210 bytes: 20 loads a row and chunk). Counted on lavapipe at one column,
-/// instructions a weight before and after: q6_K 15.81 → 9.38, q3_K 14.80 → 4.59, q2_K 6.78 →
-/// 3.30; tq1_0 took a third of the time
-/// (docs/performance.md#256-value-records-staged-a-block-at-a-time). q4_K's and q5_K's records
-/// are whole vec4s already read as such (staged, q4_K counted the same and ran slower); the
-/// i-quants' grid lookups dominate theirs and staged they were no faster.
+/// vec4 (q6_K's 210 bytes: 20 loads a row and chunk), where counts and times on lavapipe fell
+/// (docs/performance.md#256-value-records-staged-a-block-at-a-time). Not q4_K or q5_K, whose
+/// records are whole vec4s already read as such, nor the i-quants, whose grid lookups
+/// dominate: staged, they were no faster.
 pub fn staged_blocks(format: Format) -> bool {
     matches!(format, Format::GgufQ2K | Format::GgufQ3K | Format::GgufQ6K | Format::GgufTq1_0)
 }
