@@ -6,8 +6,10 @@
 //! step's is its cost; the kinds' costs should add up to the whole step's.
 //! `--columns N` profiles a prompt's step instead: N tokens at once (at most the batch, 64);
 //! `--kernel-workgroup N` sets the synchronising kernels' workgroup (`ForwardOptions`).
+//! `--only KIND --repeat N` records only the kind whose name starts with KIND, N steps, and
+//! prints their median: a run to profile one kind under `perf record`.
 //! `cargo run --release --example step_profile -- MODEL.gguf [--adapter NAME] [--depth N] [--columns N]
-//! [--kernel-workgroup N]`.
+//! [--kernel-workgroup N] [--only KIND --repeat N]`.
 
 use ninfer_wgpu::bench::{median_time, Timing};
 use ninfer_wgpu::gguf::reader::GgufFile;
@@ -55,6 +57,24 @@ fn main() -> Result<(), Error> {
         })?;
         Ok((n, t.as_secs_f64() * 1e3))
     };
+    if let Some(only) = flag("--only") {
+        let Some(&kind) = DispatchKind::ALL.iter().find(|k| k.name().starts_with(only.as_str())) else {
+            return Err(Error::Unsupported(format!("--only {only}: no dispatch kind's name starts so")));
+        };
+        let repeat: usize = match flag("--repeat") {
+            Some(r) => r.parse().map_err(|_| Error::Unsupported(format!("--repeat {r} is not a count")))?,
+            None => 100,
+        };
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let t = std::time::Instant::now();
+            block_on(forward.columns_only(&tokens, &|k| k == kind))?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("{}: {repeat} steps, median {:.3} ms", kind.name(), times[repeat / 2]);
+        return Ok(());
+    }
     let (_, empty) = time(&|_| false)?;
     let (all_n, all) = time(&|_| true)?;
     println!("{} on {}, depth {depth}, {columns} token(s) a step (median ms)", path, gpu.platform().summary());

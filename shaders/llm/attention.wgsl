@@ -2,14 +2,18 @@
 // cache up to the token's position (local blocks: only the last `window` positions), scores
 // soft-capped where the model says (gemma2: cap · tanh(s / cap)).
 // One workgroup serves up to four query heads of one KV head — the query heads that share its
-// keys and values, as the lanes of a vec4 — and one of the dispatch's z shares of the value
-// dimensions: each key and value is loaded once for four heads, and a decode step still has a
-// workgroup per share to spread over the adapter's cores, while a prompt's step, with workgroups
-// enough in its columns, scores each key once in one share (docs/llm.md#attention). The softmax runs
-// online over chunks of CHUNK positions — each invocation scores POSITIONS consecutive positions
-// of a chunk for the four heads (each query element it loads serves them all), then the
-// invocations that own value dimensions, four each, rescale and accumulate them — so any context
-// length takes the same workgroup memory.
+// keys and values, as the lanes of a vec4 — and one of the dispatch's z shares: each key and
+// value is loaded once for four heads, and a decode step still has a workgroup per share to
+// spread over the adapter's cores. On GPUs a share is a part of the value dimensions (every share
+// scores every key); where POSITION_SHARES is set (CPU drivers, whose cost is the per-lane load
+// of each key and value) a share is a run of the positions with every value dimension, so each
+// key and value is loaded once, and each share writes its softmax's running max, sum and
+// unweighted values to `part` for `attention_combine` (docs/llm.md#attention). A prompt's step,
+// with workgroups enough in its columns, runs one share. The softmax runs online over chunks of
+// CHUNK positions — each invocation scores POSITIONS consecutive positions of a chunk for the
+// four heads (each query element it loads serves them all), then the invocations that own value
+// dimensions, four each, rescale and accumulate them — so any context length takes the same
+// workgroup memory.
 
 // `Attention`, the uniform block, is generated from src/llm/uniforms.rs.
 
@@ -31,6 +35,9 @@ const MASKED: f32 = -1e30;
 @group(0) @binding(3) var<storage, read> k_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+// Position shares' partial results: per column, head and share, its max, its sum, then its
+// value_length unweighted values (`attention_combine` reads them).
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;
 
 // Dimension i of the four query heads (zero for heads past the group's end).
 var<workgroup> query: array<vec4<f32>, HEAD_MAX>;
@@ -74,7 +81,7 @@ fn attention(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    // x: KV head and quad of its query heads; y: token column; z: share of the values.
+    // x: KV head and quad of its query heads; y: token column; z: share.
     let group = at.heads / at.kv_heads;
     let quads = (group + 3u) / 4u;
     let kv = wg.x / quads;
@@ -84,10 +91,24 @@ fn attention(
     let pos = step.pos0 + j;
     let kq = at.key_length / 4u;
     let vq = at.value_length / 4u;
-    // This workgroup's value quads: [v0, v1).
-    let share = (vq + groups.z - 1u) / groups.z;
-    let v0 = wg.z * share;
-    let v1 = min(vq, v0 + share);
+    var first = 0u;
+    if at.window > 0u && pos + 1u > at.window {
+        first = pos + 1u - at.window;
+    }
+    // This workgroup's value quads [v0, v1) and positions [first, last]; a position share past
+    // the end has none (first > last) and writes an empty softmax (max MASKED, sum 0).
+    var v0 = 0u;
+    var v1 = vq;
+    var last = pos;
+    if POSITION_SHARES {
+        let span = (pos + 1u - first + groups.z - 1u) / groups.z;
+        first += wg.z * span;
+        last = min(pos, first + span - 1u);
+    } else {
+        let share = (vq + groups.z - 1u) / groups.z;
+        v0 = wg.z * share;
+        v1 = min(vq, v0 + share);
+    }
     for (var i = lane; i < at.key_length; i += LLM_WG) {
         var v = vec4<f32>(0.0);
         for (var h = 0u; h < count; h++) {
@@ -96,23 +117,19 @@ fn attention(
         query[i] = v;
     }
     workgroupBarrier();
-    var first = 0u;
-    if at.window > 0u && pos + 1u > at.window {
-        first = pos + 1u - at.window;
-    }
     var m = vec4<f32>(MASKED);
     var total = vec4<f32>(0.0);
     // acc[4 v + c]: value dimension 4 (v0 + lane + v LLM_WG) + c of the four heads.
     var acc: array<vec4<f32>, 4u * VALUE_QUADS_PER_LANE>;
-    for (var s0 = first; s0 <= pos; s0 += CHUNK) {
+    for (var s0 = first; s0 <= last; s0 += CHUNK) {
         let s = s0 + lane * POSITIONS;
-        // Positions past `pos` read `pos`'s key (any cached row would do) and are masked after.
+        // Positions past `last` read `last`'s key (any cached row would do) and are masked after.
         var rows: array<u32, POSITIONS>;
         var score: array<vec4<f32>, POSITIONS>;
         for (var p = 0u; p < POSITIONS; p++) {
-            rows[p] = (min(s + p, pos) * at.kv_heads + kv) * kq;
+            rows[p] = (min(s + p, last) * at.kv_heads + kv) * kq;
         }
-        if s <= pos {
+        if s <= last {
             for (var i = 0u; i < kq; i++) {
                 let q0 = query[4u * i];
                 let q1 = query[4u * i + 1u];
@@ -132,7 +149,7 @@ fn attention(
         }
         var top = vec4<f32>(MASKED);
         for (var p = 0u; p < POSITIONS; p++) {
-            if s + p > pos {
+            if s + p > last {
                 score[p] = vec4<f32>(MASKED);
             }
             top = max(top, score[p]);
@@ -141,7 +158,7 @@ fn attention(
         var sum = vec4<f32>(0.0);
         for (var p = 0u; p < POSITIONS; p++) {
             var e = vec4<f32>(0.0);
-            if s + p <= pos {
+            if s + p <= last {
                 e = exp(score[p] - next_m);
             }
             weight[lane * POSITIONS + p] = e;
@@ -151,7 +168,7 @@ fn attention(
         let chunk_sum = heads_sum(lane, sum);
         let factor = exp(m - next_m);
         total = total * factor + chunk_sum;
-        let n = min(CHUNK, pos + 1u - s0);
+        let n = min(CHUNK, last + 1u - s0);
         for (var v = 0u; v < VALUE_QUADS_PER_LANE; v++) {
             let d = v0 + lane + v * LLM_WG;
             if d < v1 {
@@ -176,6 +193,28 @@ fn attention(
         m = next_m;
         // Every invocation has read this chunk's weights before the next chunk writes them.
         workgroupBarrier();
+    }
+    if POSITION_SHARES && groups.z > 1u {
+        // Unnormalised: attention_combine weighs the shares by their maxima and sums.
+        let stride = at.value_length + 2u;
+        for (var h = 0u; h < count; h++) {
+            let base = ((j * at.heads + head0 + h) * groups.z + wg.z) * stride;
+            if lane == 0u {
+                part[base] = m[h];
+                part[base + 1u] = total[h];
+            }
+            for (var v = 0u; v < VALUE_QUADS_PER_LANE; v++) {
+                let d = lane + v * LLM_WG;
+                if d < vq {
+                    let o = base + 2u + 4u * d;
+                    part[o] = acc[4u * v][h];
+                    part[o + 1u] = acc[4u * v + 1u][h];
+                    part[o + 2u] = acc[4u * v + 2u][h];
+                    part[o + 3u] = acc[4u * v + 3u][h];
+                }
+            }
+        }
+        return;
     }
     for (var v = 0u; v < VALUE_QUADS_PER_LANE; v++) {
         let d = v0 + lane + v * LLM_WG;

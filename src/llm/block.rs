@@ -6,7 +6,7 @@
 use super::arch::{Activation, Norms, Pairing};
 use super::config::ModelConfig;
 use super::ingest::Weights;
-use super::kernels::{Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW, LLM_WG};
+use super::kernels::{attention_shares, Dispatch, ModelKernel, Pipelines, LLM_WG};
 use super::uniforms::{Attention, Gated, Heads, Norm};
 use super::upload::{bind_stacked, upload_f32};
 use crate::error::Result;
@@ -84,6 +84,10 @@ pub(super) struct Activations {
     /// Queries after norm and RoPE; attention's output; a product's output for the residual.
     pub q: wgpu::Buffer,
     pub att: wgpu::Buffer,
+    /// The attention's position shares, before `attention_combine` joins them (CPU drivers).
+    pub part: wgpu::Buffer,
+    /// Whether the attention's shares are runs of positions (`kernels::position_shares`).
+    pub position_shares: bool,
     pub o: wgpu::Buffer,
     /// Gate and up of each column; the activation's output.
     pub gu: wgpu::Buffer,
@@ -107,6 +111,8 @@ pub(super) struct Block {
     down: BoundOp,
     qk_rope: Dispatch,
     attention: Dispatch,
+    /// Joins the attention's position shares, where it runs them.
+    combine: Option<Dispatch>,
     post_attention: Dispatch,
     gated: Dispatch,
     post_ffw: Dispatch,
@@ -245,8 +251,22 @@ impl Block {
             softcap: c.attention_softcap.unwrap_or(0.0),
         };
         let attention = pipelines
-            .bind(gpu, ModelKernel::Attention, &act.step, &attention_uniform, &[&act.q, &k_cache, &v_cache, &act.att])
+            .bind(
+                gpu,
+                ModelKernel::Attention,
+                &act.step,
+                &attention_uniform,
+                &[&act.q, &k_cache, &v_cache, &act.att, &act.part],
+            )
             .await?;
+        let combine = match act.position_shares {
+            true => Some(
+                pipelines
+                    .bind(gpu, ModelKernel::AttentionCombine, &act.step, &attention_uniform, &[&act.part, &act.att])
+                    .await?,
+            ),
+            false => None,
+        };
         // A sandwich's post-norm joins the residual normed (mode 1); a pre-norm block's output
         // joins it as it is (mode 2).
         let mode = if sandwich { 1 } else { 2 };
@@ -288,6 +308,7 @@ impl Block {
                 .await?,
             qk_rope,
             attention,
+            combine,
             post_attention,
             gated,
             post_ffw,
@@ -301,18 +322,21 @@ impl Block {
         Ok((block, Held { tensors, buffers }))
     }
 
-    /// Records the block's work for `j` token columns: the dispatches of the kinds `keep` takes
-    /// (every kind, but in a profile); returns how many it recorded.
+    /// Records the block's work for `j` token columns, the last of which attends to `positions`
+    /// positions: the dispatches of the kinds `keep` takes (every kind, but in a profile);
+    /// returns how many it recorded.
     pub(super) fn record(
         &self,
         p: &mut wgpu::ComputePass<'_>,
         c: &ModelConfig,
         j: u32,
+        positions: u32,
         keep: &dyn Fn(DispatchKind) -> bool,
     ) -> Result<u32> {
         use DispatchKind as K;
         let (heads, kv) = (c.heads as u32, c.kv_heads as u32);
         let mut n = 0;
+        let mut joined = 0;
         let mut products = |kind, ops: &[BoundOp], p: &mut wgpu::ComputePass<'_>| -> Result<()> {
             if keep(kind) {
                 for op in ops {
@@ -328,8 +352,12 @@ impl Block {
         }
         if keep(K::Attention) {
             let groups = kv * (heads / kv).div_ceil(4);
-            let splits = if groups * j < ATTENTION_SPLIT_BELOW { ATTENTION_SPLITS } else { 1 };
-            self.attention.record_3d(p, groups, j, splits);
+            let shares = attention_shares(groups, j, positions, self.combine.is_some());
+            self.attention.record_3d(p, groups, j, shares);
+            if let (Some(combine), true) = (&self.combine, shares > 1) {
+                combine.record(p, (heads * c.value_length as u32).div_ceil(LLM_WG), j);
+                joined = 1;
+            }
         }
         products(K::OutputProduct, std::slice::from_ref(&self.o), p)?;
         if keep(K::PostAttentionNorm) {
@@ -344,6 +372,6 @@ impl Block {
             self.post_ffw.record(p, j, 1);
         }
         let kernels = [K::QkRope, K::Attention, K::PostAttentionNorm, K::Gated, K::PostFfwNorm];
-        Ok(n + kernels.into_iter().filter(|&k| keep(k)).count() as u32)
+        Ok(n + joined + kernels.into_iter().filter(|&k| keep(k)).count() as u32)
     }
 }

@@ -9,7 +9,10 @@ pub use super::block::DispatchKind;
 use super::block::{rope_table, Activations, Block};
 use super::config::ModelConfig;
 use super::ingest::{Ingest, Weights};
-use super::kernels::{Dispatch, ModelKernel, Pipelines, CPU_WG, HEAD_MAX, LLM_WG};
+use super::kernels::{
+    position_shares, Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW, CPU_WG, HEAD_MAX,
+    LLM_WG,
+};
 use super::uniforms::{Norm, Softcap, Step};
 use super::upload::upload_f32;
 use crate::error::{Error, Result};
@@ -351,7 +354,8 @@ impl<'g> GpuForward<'g> {
         let (h, kv) = (c.heads as u64, c.kv_heads as u64);
         let qkv_stride = h * kl + kv * kl + kv * vl;
 
-        let pipelines = Pipelines::new(gpu, kernel_workgroup(options, gpu)).await?;
+        let small = kernel_workgroup(options, gpu);
+        let pipelines = Pipelines::new(gpu, small).await?;
         let ids = gpu.create_buffer(jb, "token ids").await?;
         let step = gpu
             .scoped("allocating the step uniform", || {
@@ -373,6 +377,14 @@ impl<'g> GpuForward<'g> {
             qkv_stride,
             q: gpu.create_buffer(jb * h * kl, "queries").await?,
             att: gpu.create_buffer(jb * h * vl, "attention").await?,
+            // Shares run only for steps of fewer than ATTENTION_SPLIT_BELOW columns.
+            part: gpu
+                .create_buffer(
+                    ATTENTION_SPLIT_BELOW as u64 * h * ATTENTION_SPLITS as u64 * (vl + 2),
+                    "attention shares",
+                )
+                .await?,
+            position_shares: position_shares(small),
             o: gpu.create_buffer(jb * w, "block output").await?,
             gu: gpu.create_buffer(jb * 2 * ff, "gate and up").await?,
             a: gpu.create_buffer(jb * ff, "gated").await?,
@@ -434,8 +446,8 @@ impl<'g> GpuForward<'g> {
         on_step(LoadStep::Uploaded { done: uploads, of: uploads });
         tensors.push(head_tensor);
         let head_at = tensors.len() - 1;
-        let Activations { step, x, hn, qkv, q, att, o, gu, a, rope, absent, .. } = act;
-        buffers.extend([rows, x, qkv, q, att, o, gu, a, rope, absent]);
+        let Activations { step, x, hn, qkv, q, att, part, o, gu, a, rope, absent, .. } = act;
+        buffers.extend([rows, x, qkv, q, att, part, o, gu, a, rope, absent]);
         Ok(GpuForward {
             gpu: on,
             config: c.clone(),
@@ -583,8 +595,10 @@ impl<'g> GpuForward<'g> {
             self.embed.record(p, j, 1);
             n += 1;
         }
+        // The positions the step's last column attends to, itself included.
+        let positions = (self.position as u32).saturating_add(j);
         for b in &self.blocks {
-            n += b.record(p, c, j, keep)?;
+            n += b.record(p, c, j, positions, keep)?;
         }
         if kept > 0 && keep(DispatchKind::Head) {
             out.head.record(p, kept)?;

@@ -19,6 +19,8 @@ pub enum ModelKernel {
     QkRope,
     /// Causal grouped-query attention, sliding-window on local blocks.
     Attention,
+    /// The attention's position shares joined into its output (CPU drivers' decode steps).
+    AttentionCombine,
     /// act(gate) · up: GELU or SiLU.
     Gated,
     /// The final logit soft-cap.
@@ -39,25 +41,65 @@ pub const CPU_WG: u32 = 8;
 /// from here): its workgroup keeps a query of this many vec4s (four heads), and each invocation
 /// at most `HEAD_MAX / (4 · LLM_WG)` vec4s of values, rounded up.
 pub const HEAD_MAX: usize = 256;
-/// The shares of the value dimensions the attention kernel splits a head group's work into, one
-/// workgroup each, where a step has fewer than [`ATTENTION_SPLIT_BELOW`] workgroups otherwise:
-/// with one KV head, as gemma-3-270m has, one share would leave a decode step's attention on one
-/// core of a CPU driver. Each share scores every key, so a prompt's step, whose columns give
-/// workgroups enough, runs one (docs/llm.md#attention).
+/// The shares of the value dimensions (GPUs) or of the positions (CPU drivers,
+/// [`position_shares`]) the attention kernel splits a head group's work into, one workgroup
+/// each, where a step has few workgroups otherwise ([`attention_shares`]): with one KV head, as
+/// gemma-3-270m has, one share would leave a decode step's attention on one core of a CPU
+/// driver. A prompt's step, whose columns give workgroups enough, runs one
+/// (docs/llm.md#attention).
 pub const ATTENTION_SPLITS: u32 = 2;
 /// The workgroups (KV heads × quads of their query heads × columns) under which a step's
 /// attention is split into [`ATTENTION_SPLITS`] shares.
 pub const ATTENTION_SPLIT_BELOW: u32 = 8;
 
+/// Whether the attention's shares are runs of positions (joined after by `attention_combine`)
+/// rather than parts of the value dimensions: in the CPU drivers' shape (`small` below
+/// [`LLM_WG`]), where each key and value costs a per-lane load, so a key scored by both value
+/// shares cost twice (docs/llm.md#attention). GPUs keep the value shares.
+pub fn position_shares(small: u32) -> bool {
+    small < LLM_WG
+}
+
+/// Where position shares split a step whose workgroups are more than one: from this many
+/// positions on, the keys and values each share leaves to the other outweigh the dispatch that
+/// joins them: measured on SmolLM2-135M's three KV heads, the two even at 512
+/// (docs/llm.md#attention).
+pub const POSITION_SPLIT_FROM: u32 = 512;
+
+/// The shares a step's attention runs in, with `groups` workgroups a column, `columns`
+/// columns, and the last column attending to `positions` positions. Value shares (GPUs):
+/// [`ATTENTION_SPLITS`] where the workgroups would be fewer than [`ATTENTION_SPLIT_BELOW`].
+/// Position shares (CPU drivers, `position_shares`), which cost a dispatch to join: where a
+/// single workgroup would leave a core idle, or where the workgroups are few and the positions
+/// many ([`POSITION_SPLIT_FROM`]).
+pub fn attention_shares(groups: u32, columns: u32, positions: u32, position_shares: bool) -> u32 {
+    let few = groups * columns < ATTENTION_SPLIT_BELOW;
+    let split = match position_shares {
+        true => groups * columns == 1 || (few && positions >= POSITION_SPLIT_FROM),
+        false => few,
+    };
+    match split {
+        true => ATTENTION_SPLITS,
+        false => 1,
+    }
+}
+
 impl ModelKernel {
-    pub const ALL: [ModelKernel; 5] =
-        [ModelKernel::Norm, ModelKernel::QkRope, ModelKernel::Attention, ModelKernel::Gated, ModelKernel::Softcap];
+    pub const ALL: [ModelKernel; 6] = [
+        ModelKernel::Norm,
+        ModelKernel::QkRope,
+        ModelKernel::Attention,
+        ModelKernel::AttentionCombine,
+        ModelKernel::Gated,
+        ModelKernel::Softcap,
+    ];
 
     pub fn entry_point(self) -> &'static str {
         match self {
             ModelKernel::Norm => "norm_columns",
             ModelKernel::QkRope => "qk_rope",
             ModelKernel::Attention => "attention",
+            ModelKernel::AttentionCombine => "attention_combine",
             ModelKernel::Gated => "gated",
             ModelKernel::Softcap => "softcap",
         }
@@ -68,7 +110,7 @@ impl ModelKernel {
     pub fn workgroup_size(self, small: u32) -> u32 {
         match self {
             ModelKernel::Attention | ModelKernel::Norm | ModelKernel::QkRope => small,
-            ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
+            ModelKernel::AttentionCombine | ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
         }
     }
 
@@ -85,13 +127,16 @@ impl ModelKernel {
             ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
             ModelKernel::QkRope => include_str!("../../shaders/llm/qk_rope.wgsl"),
             ModelKernel::Attention => include_str!("../../shaders/llm/attention.wgsl"),
+            ModelKernel::AttentionCombine => include_str!("../../shaders/llm/attention_combine.wgsl"),
             ModelKernel::Gated => include_str!("../../shaders/llm/gated.wgsl"),
             ModelKernel::Softcap => include_str!("../../shaders/llm/softcap.wgsl"),
         };
         format!(
-            "// llm/{}\nconst LLM_WG: u32 = {}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n{}{COMMON}\n{own}",
+            "// llm/{}\nconst LLM_WG: u32 = {}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\
+             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\nconst POSITION_SHARES: bool = {};\n{}{COMMON}\n{own}",
             self.entry_point(),
             self.workgroup_size(small),
+            position_shares(small),
             super::uniforms::wgsl()
         )
     }
@@ -193,6 +238,23 @@ impl Dispatch {
 mod tests {
     use super::*;
 
+    /// GPUs split the values of a step with few workgroups at any depth; CPU drivers split the
+    /// positions of a lone workgroup at any depth, and of a few only from POSITION_SPLIT_FROM on.
+    #[test]
+    fn attention_shares_follow_the_split_rules() {
+        let split = ATTENTION_SPLITS;
+        for positions in [1, 128, POSITION_SPLIT_FROM, 4096] {
+            assert_eq!(attention_shares(1, 1, positions, false), split);
+            assert_eq!(attention_shares(3, 2, positions, false), split);
+            assert_eq!(attention_shares(8, 1, positions, false), 1);
+            assert_eq!(attention_shares(1, 1, positions, true), split);
+            assert_eq!(attention_shares(4, 16, positions, true), 1);
+            let many = positions >= POSITION_SPLIT_FROM;
+            assert_eq!(attention_shares(3, 1, positions, true), if many { split } else { 1 }, "{positions}");
+        }
+        assert!(position_shares(CPU_WG) && !position_shares(LLM_WG));
+    }
+
     /// The synchronising kernels' source is written for the workgroup asked for; the
     /// elementwise kernels', whose grids the host sizes by LLM_WG, always for LLM_WG.
     #[test]
@@ -200,7 +262,7 @@ mod tests {
         for kernel in ModelKernel::ALL {
             let expected = match kernel {
                 ModelKernel::Attention | ModelKernel::Norm | ModelKernel::QkRope => CPU_WG,
-                ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
+                ModelKernel::AttentionCombine | ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
             };
             let source = kernel.source_for(CPU_WG);
             assert!(source.contains(&format!("const LLM_WG: u32 = {expected}u;")), "{kernel:?}");

@@ -9,7 +9,7 @@ use super::{open, selectors};
 use ninfer_wgpu::gguf::reader::GgufFile;
 use ninfer_wgpu::gpu::{GpuOptions, Profile};
 use ninfer_wgpu::llm::judge::{agreement, forward_limit, relative_l2};
-use ninfer_wgpu::llm::kernels::{CPU_WG, LLM_WG};
+use ninfer_wgpu::llm::kernels::{attention_shares, position_shares, CPU_WG, LLM_WG};
 use ninfer_wgpu::llm::{
     Architecture, DispatchKind, ForwardOptions, GpuForward, Keep, ModelConfig, Reference, Tokenizer,
 };
@@ -182,8 +182,13 @@ fn a_profiles_kinds_add_up_to_the_whole_step() {
     let whole = block_on(forward.step_only(4, &|_| true)).unwrap();
     let kinds: u32 = DispatchKind::ALL.iter().map(|&k| block_on(forward.step_only(4, &|x| x == k)).unwrap()).sum();
     assert_eq!(kinds, whole, "the kinds' dispatches");
-    // gather, embed, 9 a block (q/k/v stacked in one product: f32), the head.
-    assert_eq!(whole, 2 + 9 * config.blocks as u32 + 1);
+    // gather, embed, 9 a block (q/k/v stacked in one product: f32), the head; and, where a CPU
+    // driver splits a decode step's attention by positions (this model's one KV head makes one
+    // workgroup), the dispatch that joins the shares, once a block.
+    let small = if gpu.platform().device_type == "Cpu" { CPU_WG } else { LLM_WG };
+    let groups = (config.kv_heads * (config.heads / config.kv_heads).div_ceil(4)) as u32;
+    let joined = (position_shares(small) && attention_shares(groups, 1, 4, true) > 1) as u32;
+    assert_eq!(whole, 2 + (9 + joined) * config.blocks as u32 + 1);
     assert_eq!(block_on(forward.step_only(4, &|_| false)).unwrap(), 0);
     assert_eq!(forward.position(), 3, "a profile's step does not move the position");
 }
