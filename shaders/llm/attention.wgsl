@@ -17,8 +17,11 @@
 
 // `Attention`, the uniform block, is generated from src/llm/uniforms.rs.
 
-// Positions an invocation scores per chunk, and the chunk.
-const POSITIONS: u32 = 4u;
+// Positions an invocation scores per chunk, and the chunk: each query element an invocation
+// reads from workgroup memory serves them all. Eight in the CPU drivers' shape (the one with
+// POSITION_SHARES), where that read is a per-lane load; four on GPUs, where 128 invocations'
+// chunk of 512 weights already takes 8 KB of workgroup memory (docs/llm.md#attention).
+const POSITIONS: u32 = select(4u, 8u, POSITION_SHARES);
 const CHUNK: u32 = LLM_WG * POSITIONS;
 // HEAD_MAX, the longest key or value head (the host refuses longer ones), is
 // src/llm/kernels.rs's; gemma3's heads are 128 or 256. An invocation holds four value dimensions
