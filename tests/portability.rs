@@ -93,12 +93,12 @@ fn every_activation_and_model_kernel_validates_and_translates() {
         .iter()
         .map(|&op| (op.name().to_string(), assemble_activation(op), op.entry_point()))
         .collect();
-    kernels.extend(ModelKernel::ALL.iter().map(|&k| (format!("llm/{}", k.entry_point()), k.source(), k.entry_point())));
+    kernels.extend(ModelKernel::ALL.iter().map(|&k| (format!("llm/{}", k.name()), k.source(), k.entry_point())));
     // The synchronising kernels as CPU drivers compile them (kernels::CPU_WG invocations).
     kernels.extend(
         ModelKernel::ALL
             .iter()
-            .map(|&k| (format!("llm/{} (CPU drivers)", k.entry_point()), k.source_for(CPU_WG), k.entry_point())),
+            .map(|&k| (format!("llm/{} (CPU drivers)", k.name()), k.source_for(CPU_WG), k.entry_point())),
     );
     for (name, source, entry) in &kernels {
         let module =

@@ -6,7 +6,7 @@
 use super::arch::{Activation, Norms, Pairing};
 use super::config::ModelConfig;
 use super::ingest::Weights;
-use super::kernels::{attention_shares, Dispatch, ModelKernel, Pipelines, LLM_WG};
+use super::kernels::{attention_columns, attention_shares, Dispatch, ModelKernel, Pipelines, LLM_WG};
 use super::uniforms::{Attention, Gated, Heads, Norm};
 use super::upload::{bind_stacked, upload_f32};
 use crate::error::Result;
@@ -113,6 +113,9 @@ pub(super) struct Block {
     attention: Dispatch,
     /// Joins the attention's position shares, where it runs them.
     combine: Option<Dispatch>,
+    /// The attention of steps of several columns, `attention_columns` a workgroup, where that
+    /// is more than one (CPU drivers; `kernels::attention_columns`).
+    attention_runs: Option<(Dispatch, u32)>,
     post_attention: Dispatch,
     gated: Dispatch,
     post_ffw: Dispatch,
@@ -250,15 +253,18 @@ impl Block {
             window,
             softcap: c.attention_softcap.unwrap_or(0.0),
         };
-        let attention = pipelines
-            .bind(
-                gpu,
-                ModelKernel::Attention,
-                &act.step,
-                &attention_uniform,
-                &[&act.q, &k_cache, &v_cache, &act.att, &act.part],
-            )
-            .await?;
+        let attention_buffers = [&act.q, &k_cache, &v_cache, &act.att, &act.part];
+        let attention =
+            pipelines.bind(gpu, ModelKernel::Attention, &act.step, &attention_uniform, &attention_buffers).await?;
+        let attention_runs = match attention_columns(act.position_shares) {
+            1 => None,
+            columns => Some((
+                pipelines
+                    .bind(gpu, ModelKernel::AttentionColumns, &act.step, &attention_uniform, &attention_buffers)
+                    .await?,
+                columns,
+            )),
+        };
         let combine = match act.position_shares {
             true => Some(
                 pipelines
@@ -309,6 +315,7 @@ impl Block {
             qk_rope,
             attention,
             combine,
+            attention_runs,
             post_attention,
             gated,
             post_ffw,
@@ -352,8 +359,12 @@ impl Block {
         }
         if keep(K::Attention) {
             let groups = kv * (heads / kv).div_ceil(4);
-            let shares = attention_shares(groups, j, positions, self.combine.is_some());
-            self.attention.record_3d(p, groups, j, shares);
+            let (attention, runs) = match &self.attention_runs {
+                Some((runs, columns)) if j > 1 => (runs, j.div_ceil(*columns)),
+                _ => (&self.attention, j),
+            };
+            let shares = attention_shares(groups, runs, positions, self.combine.is_some());
+            attention.record_3d(p, groups, runs, shares);
             if let (Some(combine), true) = (&self.combine, shares > 1) {
                 combine.record(p, (heads * c.value_length as u32).div_ceil(LLM_WG), j);
                 joined = 1;

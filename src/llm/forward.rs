@@ -10,8 +10,8 @@ use super::block::{rope_table, Activations, Block};
 use super::config::ModelConfig;
 use super::ingest::{Ingest, Weights};
 use super::kernels::{
-    position_shares, Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW, CPU_WG, HEAD_MAX,
-    LLM_WG,
+    attention_columns, position_shares, Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW,
+    CPU_WG, HEAD_MAX, LLM_WG,
 };
 use super::uniforms::{Norm, Softcap, Step};
 use super::upload::upload_f32;
@@ -377,10 +377,14 @@ impl<'g> GpuForward<'g> {
             qkv_stride,
             q: gpu.create_buffer(jb * h * kl, "queries").await?,
             att: gpu.create_buffer(jb * h * vl, "attention").await?,
-            // Shares run only for steps of fewer than ATTENTION_SPLIT_BELOW columns.
+            // Shares run only for steps of fewer than ATTENTION_SPLIT_BELOW workgroups of
+            // attention_columns columns.
             part: gpu
                 .create_buffer(
-                    ATTENTION_SPLIT_BELOW as u64 * h * ATTENTION_SPLITS as u64 * (vl + 2),
+                    (ATTENTION_SPLIT_BELOW * attention_columns(position_shares(small))) as u64
+                        * h
+                        * ATTENTION_SPLITS as u64
+                        * (vl + 2),
                     "attention shares",
                 )
                 .await?,

@@ -17,8 +17,12 @@ pub enum ModelKernel {
     Norm,
     /// Heads' biases, query and key heads' RMS norm and RoPE; keys and values into the cache.
     QkRope,
-    /// Causal grouped-query attention, sliding-window on local blocks.
+    /// Causal grouped-query attention, sliding-window on local blocks: one token column a
+    /// workgroup.
     Attention,
+    /// The attention of a prompt step on CPU drivers: [`ATTENTION_COLUMNS`] token columns a
+    /// workgroup (the same kernel; one column on GPUs).
+    AttentionColumns,
     /// The attention's position shares joined into its output (CPU drivers' decode steps).
     AttentionCombine,
     /// act(gate) · up: GELU or SiLU.
@@ -48,9 +52,26 @@ pub const HEAD_MAX: usize = 256;
 /// driver. A prompt's step, whose columns give workgroups enough, runs one
 /// (docs/llm.md#attention).
 pub const ATTENTION_SPLITS: u32 = 2;
-/// The workgroups (KV heads × quads of their query heads × columns) under which a step's
+/// The workgroups (KV heads × quads of their query heads × runs of columns) under which a step's
 /// attention is split into [`ATTENTION_SPLITS`] shares.
 pub const ATTENTION_SPLIT_BELOW: u32 = 8;
+
+/// The token columns one workgroup of a prompt step's attention serves on CPU drivers
+/// ([`ModelKernel::AttentionColumns`], `COLUMNS` in the WGSL), where each key and value is a
+/// per-lane load: the workgroup loads each once for its columns, where one workgroup a column
+/// loaded them again for each; a prompt step's attention at depth was most of its time. Two, not
+/// four: four hold twice the scores and sums a lane and were slower (measured:
+/// docs/llm.md#attention). GPUs serve one column a workgroup ([`attention_columns`]).
+pub const ATTENTION_COLUMNS: u32 = 2;
+
+/// The token columns one attention workgroup serves: [`ATTENTION_COLUMNS`] where its shares are
+/// runs of positions (CPU drivers, [`position_shares`]), one on GPUs.
+pub fn attention_columns(position_shares: bool) -> u32 {
+    match position_shares {
+        true => ATTENTION_COLUMNS,
+        false => 1,
+    }
+}
 
 /// Whether the attention's shares are runs of positions (joined after by `attention_combine`)
 /// rather than parts of the value dimensions: in the CPU drivers' shape (`small` below
@@ -66,16 +87,17 @@ pub fn position_shares(small: u32) -> bool {
 /// (docs/llm.md#attention).
 pub const POSITION_SPLIT_FROM: u32 = 512;
 
-/// The shares a step's attention runs in, with `groups` workgroups a column, `columns`
-/// columns, and the last column attending to `positions` positions. Value shares (GPUs):
+/// The shares a step's attention runs in, with `groups` workgroups a run of columns, `runs`
+/// runs (the step's columns, or on CPU drivers' prompt steps its columns in runs of
+/// [`ATTENTION_COLUMNS`]), and the last column attending to `positions` positions. Value shares (GPUs):
 /// [`ATTENTION_SPLITS`] where the workgroups would be fewer than [`ATTENTION_SPLIT_BELOW`].
 /// Position shares (CPU drivers, `position_shares`), which cost a dispatch to join: where a
 /// single workgroup would leave a core idle, or where the workgroups are few and the positions
 /// many ([`POSITION_SPLIT_FROM`]).
-pub fn attention_shares(groups: u32, columns: u32, positions: u32, position_shares: bool) -> u32 {
-    let few = groups * columns < ATTENTION_SPLIT_BELOW;
+pub fn attention_shares(groups: u32, runs: u32, positions: u32, position_shares: bool) -> u32 {
+    let few = groups * runs < ATTENTION_SPLIT_BELOW;
     let split = match position_shares {
-        true => groups * columns == 1 || (few && positions >= POSITION_SPLIT_FROM),
+        true => groups * runs == 1 || (few && positions >= POSITION_SPLIT_FROM),
         false => few,
     };
     match split {
@@ -85,10 +107,11 @@ pub fn attention_shares(groups: u32, columns: u32, positions: u32, position_shar
 }
 
 impl ModelKernel {
-    pub const ALL: [ModelKernel; 6] = [
+    pub const ALL: [ModelKernel; 7] = [
         ModelKernel::Norm,
         ModelKernel::QkRope,
         ModelKernel::Attention,
+        ModelKernel::AttentionColumns,
         ModelKernel::AttentionCombine,
         ModelKernel::Gated,
         ModelKernel::Softcap,
@@ -98,10 +121,19 @@ impl ModelKernel {
         match self {
             ModelKernel::Norm => "norm_columns",
             ModelKernel::QkRope => "qk_rope",
-            ModelKernel::Attention => "attention",
+            ModelKernel::Attention | ModelKernel::AttentionColumns => "attention",
             ModelKernel::AttentionCombine => "attention_combine",
             ModelKernel::Gated => "gated",
             ModelKernel::Softcap => "softcap",
+        }
+    }
+
+    /// The kernel's name in labels and errors: its entry point, but for the attention's
+    /// variant for several columns.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKernel::AttentionColumns => "attention_columns",
+            _ => self.entry_point(),
         }
     }
 
@@ -109,7 +141,7 @@ impl ModelKernel {
     /// theirs is `small`, the elementwise kernels' [`LLM_WG`] (the host sizes their grids by it).
     pub fn workgroup_size(self, small: u32) -> u32 {
         match self {
-            ModelKernel::Attention | ModelKernel::Norm | ModelKernel::QkRope => small,
+            ModelKernel::Attention | ModelKernel::AttentionColumns | ModelKernel::Norm | ModelKernel::QkRope => small,
             ModelKernel::AttentionCombine | ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
         }
     }
@@ -126,15 +158,25 @@ impl ModelKernel {
         let own = match self {
             ModelKernel::Norm => include_str!("../../shaders/llm/norm.wgsl"),
             ModelKernel::QkRope => include_str!("../../shaders/llm/qk_rope.wgsl"),
-            ModelKernel::Attention => include_str!("../../shaders/llm/attention.wgsl"),
+            ModelKernel::Attention | ModelKernel::AttentionColumns => include_str!("../../shaders/llm/attention.wgsl"),
             ModelKernel::AttentionCombine => include_str!("../../shaders/llm/attention_combine.wgsl"),
             ModelKernel::Gated => include_str!("../../shaders/llm/gated.wgsl"),
             ModelKernel::Softcap => include_str!("../../shaders/llm/softcap.wgsl"),
         };
+        // The attention's token columns a workgroup (`COLUMNS`): its one source serves both.
+        let columns = match self {
+            ModelKernel::Attention => 1,
+            ModelKernel::AttentionColumns => attention_columns(position_shares(small)),
+            _ => 0,
+        };
+        let columns = match columns {
+            0 => String::new(),
+            n => format!("const COLUMNS: u32 = {n}u;\n"),
+        };
         format!(
             "// llm/{}\nconst LLM_WG: u32 = {}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\
-             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\nconst POSITION_SHARES: bool = {};\n{}{COMMON}\n{own}",
-            self.entry_point(),
+             const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\nconst POSITION_SHARES: bool = {};\n{columns}{}{COMMON}\n{own}",
+            self.name(),
             self.workgroup_size(small),
             position_shares(small),
             super::uniforms::wgsl()
@@ -154,13 +196,13 @@ impl Pipelines {
         for kernel in ModelKernel::ALL {
             let device = gpu.device();
             let pipeline = gpu
-                .scoped(&format!("compiling the model kernel {}", kernel.entry_point()), || {
+                .scoped(&format!("compiling the model kernel {}", kernel.name()), || {
                     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(kernel.entry_point()),
+                        label: Some(kernel.name()),
                         source: wgpu::ShaderSource::Wgsl(kernel.source_for(small).into()),
                     });
                     device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some(kernel.entry_point()),
+                        label: Some(kernel.name()),
                         layout: None,
                         module: &module,
                         entry_point: Some(kernel.entry_point()),
@@ -192,9 +234,9 @@ impl Pipelines {
         let device = gpu.device();
         let pipeline = self.get(kernel).clone();
         let bind_group = gpu
-            .scoped(&format!("binding the model kernel {}", kernel.entry_point()), || {
+            .scoped(&format!("binding the model kernel {}", kernel.name()), || {
                 let constants = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(kernel.entry_point()),
+                    label: Some(kernel.name()),
                     contents: &uniform.padded_bytes(),
                     usage: wgpu::BufferUsages::UNIFORM,
                 });
@@ -206,7 +248,7 @@ impl Pipelines {
                     entries.push(wgpu::BindGroupEntry { binding: 2 + i as u32, resource: b.as_entire_binding() });
                 }
                 device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(kernel.entry_point()),
+                    label: Some(kernel.name()),
                     layout: &pipeline.get_bind_group_layout(0),
                     entries: &entries,
                 })
@@ -255,13 +297,37 @@ mod tests {
         assert!(position_shares(CPU_WG) && !position_shares(LLM_WG));
     }
 
+    /// Only the CPU drivers' attention for prompt steps serves several columns a workgroup;
+    /// the decode steps' attention, and every attention on GPUs, one.
+    #[test]
+    fn only_the_cpu_drivers_prompt_attention_serves_several_columns() {
+        let columns = |kernel: ModelKernel, small| {
+            let source = kernel.source_for(small);
+            let line = source.lines().find(|l| l.starts_with("const COLUMNS: u32 = "));
+            line.map(|l| l.trim_start_matches("const COLUMNS: u32 = ").trim_end_matches("u;").parse::<u32>().unwrap())
+        };
+        const { assert!(ATTENTION_COLUMNS > 1) };
+        assert_eq!(attention_columns(position_shares(CPU_WG)), ATTENTION_COLUMNS);
+        assert_eq!(attention_columns(position_shares(LLM_WG)), 1);
+        for small in [CPU_WG, LLM_WG] {
+            assert_eq!(columns(ModelKernel::Attention, small), Some(1));
+            let runs = if small == CPU_WG { ATTENTION_COLUMNS } else { 1 };
+            assert_eq!(columns(ModelKernel::AttentionColumns, small), Some(runs));
+            for kernel in [ModelKernel::Norm, ModelKernel::QkRope, ModelKernel::AttentionCombine, ModelKernel::Gated] {
+                assert_eq!(columns(kernel, small), None, "{kernel:?}");
+            }
+        }
+    }
+
     /// The synchronising kernels' source is written for the workgroup asked for; the
     /// elementwise kernels', whose grids the host sizes by LLM_WG, always for LLM_WG.
     #[test]
     fn only_the_synchronising_kernels_take_the_small_workgroup() {
         for kernel in ModelKernel::ALL {
             let expected = match kernel {
-                ModelKernel::Attention | ModelKernel::Norm | ModelKernel::QkRope => CPU_WG,
+                ModelKernel::Attention | ModelKernel::AttentionColumns | ModelKernel::Norm | ModelKernel::QkRope => {
+                    CPU_WG
+                }
                 ModelKernel::AttentionCombine | ModelKernel::Gated | ModelKernel::Softcap => LLM_WG,
             };
             let source = kernel.source_for(CPU_WG);
