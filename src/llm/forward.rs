@@ -8,12 +8,13 @@
 pub use super::block::DispatchKind;
 use super::block::{rope_table, Activations, Block};
 use super::config::ModelConfig;
+use super::head::{HeadInputs, Logits};
 use super::ingest::{Ingest, Weights};
 use super::kernels::{
     attention_columns, position_shares, Dispatch, ModelKernel, Pipelines, ATTENTION_SPLITS, ATTENTION_SPLIT_BELOW,
     CPU_WG, HEAD_MAX, LLM_WG,
 };
-use super::uniforms::{Norm, Softcap, Step};
+use super::uniforms::{Norm, Step};
 use super::upload::upload_f32;
 use crate::error::{Error, Result};
 use crate::gguf::reader::{GgufFile, GgufHeader};
@@ -111,60 +112,6 @@ pub enum Keep {
     Last,
     /// Every token's, [token][vocab]: teacher forcing, perplexity.
     All,
-}
-
-/// A head bound to a logits buffer of some columns, with the read-back buffer it is copied to,
-/// and the final soft-cap where the model has one.
-struct Logits {
-    head: BoundOp,
-    softcap: Option<Dispatch>,
-    logits: wgpu::Buffer,
-    staging: wgpu::Buffer,
-}
-
-/// What binds a head: its weights and input, the model's kernels and the soft-cap.
-struct HeadInputs<'a> {
-    weights: &'a GpuTensor,
-    profile: Profile,
-    normed: &'a wgpu::Buffer,
-    width: u64,
-    vocab: u64,
-    pipelines: &'a Pipelines,
-    step: &'a wgpu::Buffer,
-    softcap: Option<f32>,
-}
-
-impl Logits {
-    /// The head bound for up to `columns` columns of logits.
-    async fn bind(gpu: &Gpu, head: &HeadInputs<'_>, columns: u32) -> Result<Logits> {
-        let HeadInputs { weights, profile, normed, width, vocab, .. } = *head;
-        let words = columns as u64 * vocab;
-        let logits = gpu.create_buffer(words, "logits").await?;
-        let staging = gpu
-            .scoped("allocating the logits read-back", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("logits read-back"),
-                    size: words * 4,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })
-            .await?;
-        let x = DeviceSlice::new(normed, 0, width);
-        let head_op = gpu.bind_matmul(weights, profile, x, DeviceSlice::new(&logits, 0, vocab), columns).await?;
-        let softcap = match head.softcap {
-            Some(cap) => {
-                let uniform = Softcap { count: vocab as u32, cap };
-                Some(head.pipelines.bind(gpu, ModelKernel::Softcap, head.step, &uniform, &[&logits]).await?)
-            }
-            None => None,
-        };
-        Ok(Logits { head: head_op, softcap, logits, staging })
-    }
-
-    fn bytes(&self) -> u64 {
-        self.logits.size() + self.staging.size()
-    }
 }
 
 /// The device a forward runs on: borrowed (a native program holds its `Gpu` for the run) or

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod config;
 pub mod forward;
 pub mod generate;
+mod head;
 pub mod ingest;
 pub mod judge;
 pub mod kernels;
