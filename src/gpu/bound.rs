@@ -372,6 +372,8 @@ impl Gpu {
             let columns = self.tiled_columns(op, tiled);
             pipelines.insert(Kernel::Tiled, self.pipeline(KernelKey::new(format, op, tiled, columns)).await?);
             tiled_columns = Some(columns);
+            // TallOneColumn, where it is bound below, takes the same rows as TiledTall.
+            p.tiled_rows = super::kernels::tiled_rows(columns);
             // One column takes the tall kernel's module of its own where the format has one.
             let own = Columns::TallOneColumn;
             if columns == Columns::TiledTall && own.exists(format, op, tiled) && p.tiled_from == Some(1) {

@@ -360,7 +360,7 @@ impl Block {
         if keep(K::Attention) {
             let groups = kv * (heads / kv).div_ceil(4);
             let (attention, runs) = match &self.attention_runs {
-                Some((runs, columns)) if j > 1 => (runs, j.div_ceil(*columns)),
+                Some((kernel, columns)) if j > 1 => (kernel, j.div_ceil(*columns)),
                 _ => (&self.attention, j),
             };
             let shares = attention_shares(groups, runs, positions, self.combine.is_some());

@@ -31,9 +31,31 @@ pub const MATMUL_RUN: u32 = 8;
 pub const GRID_WORKGROUP_WORDS: usize = 1536;
 /// The tiled product kernel (`shaders/ops/matmul_tiled.wgsl`): TILED_WG invocations of
 /// TILED_ROW_BLOCK rows each, and [`TILE_COLUMNS`](super::TILE_COLUMNS) columns per workgroup.
+/// The tall kernels (CPU drivers) take [`TALL_WG`] instead ([`tiled_wg`]).
 pub const TILED_WG: u32 = 64;
 pub const TILED_ROW_BLOCK: u32 = 4;
 pub const TILED_ROWS: u32 = TILED_WG * TILED_ROW_BLOCK;
+/// The tall kernels' workgroup ([`Columns::TiledTall`], [`Columns::TallOneColumn`]: CPU
+/// drivers' A32 products), 64 rows: with 256 a model's 576- or 640-row products (SmolLM2-135M's
+/// and gemma-3-270m's output and down products) made three workgroups for two cores, one core
+/// taking two; gemma-3-270m's down products took 14.1–14.6 ms a decode step on lavapipe with
+/// 64 invocations, 9.3–9.6 with 16 (docs/performance-history.md, item 44). A CPU driver runs
+/// a workgroup's 8-lane programs one after another, so fewer invocations cost no parallelism.
+pub const TALL_WG: u32 = 16;
+
+/// Invocations a workgroup of the tiled kernel `columns` takes: [`TALL_WG`] for the tall ones,
+/// [`TILED_WG`] for the others (GPUs'; the row-block kernels' header carries it unused).
+pub fn tiled_wg(columns: Columns) -> u32 {
+    match columns {
+        Columns::TiledTall | Columns::TallOneColumn => TALL_WG,
+        Columns::Tiled | Columns::One | Columns::UpToMax => TILED_WG,
+    }
+}
+
+/// Rows a workgroup of the tiled kernel `columns` takes (the binder sizes its grid by them).
+pub fn tiled_rows(columns: Columns) -> u32 {
+    tiled_wg(columns) * TILED_ROW_BLOCK
+}
 /// Rows per row tile (`src/gpu/plan/tiles.rs`): a SIMD program of the one-column path covers
 /// 8 lanes × TILED_ROW_BLOCK rows, so at each chunk it reads one tile's records side by side.
 pub const ROW_TILE: u32 = 8 * TILED_ROW_BLOCK;

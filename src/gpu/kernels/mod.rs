@@ -192,6 +192,7 @@ fn block_decoders(key: KernelKey) -> Result<String> {
 fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> String {
     let RowBlock { rows: row_block, lanes } = block;
     let rows = MATMUL_WG / lanes * row_block;
+    let (tiled_wg, tiled_rows) = (tiled_wg(columns), tiled_rows(columns));
     let quarters = row_block / 4;
     // The tiled kernel sizes its own sums (TILE_COLUMNS); the 8-column kernel's parts it is
     // assembled with go unused, sized for one column so they reserve no workgroup memory.
@@ -204,7 +205,7 @@ fn product_geometry(block: RowBlock, columns: Columns, order: MatvecOrder) -> St
         MatvecOrder::RowsTogether => false,
     };
     format!(
-        "const TILED_WG: u32 = {TILED_WG}u;\nconst TILED_ROW_BLOCK: u32 = {TILED_ROW_BLOCK}u;\nconst TILED_ROWS: u32 = {TILED_ROWS}u;\nconst TILE_COLUMNS: u32 = {TILE_COLUMNS}u;\nconst TILE_X_VECS: u32 = {}u;\nconst MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
+        "const TILED_WG: u32 = {tiled_wg}u;\nconst TILED_ROW_BLOCK: u32 = {TILED_ROW_BLOCK}u;\nconst TILED_ROWS: u32 = {tiled_rows}u;\nconst TILE_COLUMNS: u32 = {TILE_COLUMNS}u;\nconst TILE_X_VECS: u32 = {}u;\nconst MATMUL_WG: u32 = {MATMUL_WG}u;\nconst MATMUL_LANES: u32 = {lanes}u;\nconst MATMUL_RUN: u32 = {MATMUL_RUN}u;\nconst ROW_BLOCK: u32 = {row_block}u;\nconst ROW_QUARTERS: u32 = {quarters}u;\nconst MATMUL_ROWS: u32 = {rows}u;\nconst KERNEL_COLUMNS: u32 = {columns}u;\nconst SUM_VECS: u32 = {}u;\nconst MATVEC_ROW_AT_A_TIME: bool = {row_at_a_time};\nconst PARTIAL_SLOTS: u32 = {}u;\nconst SUBGROUP_SLOTS: u32 = {}u;\n",
         TILE_COLUMNS * 8,
         columns * quarters,
         columns * 4 * MATMUL_WG,

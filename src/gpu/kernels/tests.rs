@@ -313,3 +313,22 @@ fn the_tall_kernel_stages_the_records_of_32_value_blocks_of_even_sizes() {
     // Other codecs have no block readers, so no record_word.
     assert!(!module(Format::Q8G32Fp16, Columns::TiledTall).contains("fn record_word("));
 }
+
+/// The tall kernels (CPU drivers) are built for TALL_WG invocations and as many rows a
+/// workgroup as the binder sizes their grid by; every other module keeps TILED_WG.
+#[test]
+fn only_the_tall_kernels_take_the_small_tiled_workgroup() {
+    for format in [Format::GgufQ4_1, Format::GgufQ6K, Format::GgufQ4K] {
+        for columns in Columns::ALL.into_iter().filter(|c| c.exists(format, Op::Matmul, Variant::Subgroup)) {
+            let source = assemble(KernelKey::new(format, Op::Matmul, Variant::Subgroup, columns)).unwrap();
+            let tall = matches!(columns, Columns::TiledTall | Columns::TallOneColumn);
+            let wg = if tall { TALL_WG } else { TILED_WG };
+            assert_eq!(tiled_wg(columns), wg, "{format:?} {columns:?}");
+            assert_eq!(tiled_rows(columns), wg * TILED_ROW_BLOCK, "{format:?} {columns:?}");
+            assert!(source.contains(&format!("const TILED_WG: u32 = {wg}u;")), "{format:?} {columns:?}");
+            let rows = format!("const TILED_ROWS: u32 = {}u;", tiled_rows(columns));
+            assert!(source.contains(&rows), "{format:?} {columns:?}");
+        }
+    }
+    const { assert!(TALL_WG < TILED_WG && (TALL_WG * TILED_ROW_BLOCK).is_multiple_of(ROW_TILE)) };
+}

@@ -148,6 +148,9 @@ pub struct ProductPlan {
     /// Whether a record of one column through the tiled kernel takes [`Kernel::TiledOne`]
     /// instead (set by the binder, which knows the kernels).
     pub tiled_one_column: bool,
+    /// Rows a workgroup of the tiled kernel takes (`kernels::tiled_rows`; set by the binder,
+    /// which knows the kernel).
+    pub tiled_rows: u32,
     rows_per_group: u64,
     max_dim: u64,
     max_groups: u64,
@@ -215,6 +218,7 @@ pub(super) fn product(f: &Frame, profile: Profile, io: [&Operand; 2], counts: Co
         q8_words,
         tiled_from,
         tiled_one_column: false,
+        tiled_rows: TILED_ROWS,
         rows_per_group: kernels::matmul_rows(f.format) as u64,
         max_dim: f.max_dim,
         max_groups: f.max_groups,
@@ -254,7 +258,7 @@ impl ProductPlan {
             }
         };
         if self.tiled_from.is_some_and(|t| columns >= t) {
-            // Every column at once: a workgroup per TILED_ROWS rows and TILE_COLUMNS columns.
+            // Every column at once: a workgroup per tiled_rows rows and TILE_COLUMNS columns.
             let kernel = match columns == 1 && self.tiled_one_column {
                 true => Kernel::TiledOne,
                 false => Kernel::Tiled,
@@ -266,7 +270,7 @@ impl ProductPlan {
                 p.x_stride = to_u32(in_stride, "activation stride")?;
                 p.out_off = to_u32(self.y.first + p.row0 as u64, "output offset")?;
                 p.out_stride = to_u32(self.y_stride, "output stride")?;
-                let rows = dispatch_size((p.rows as u64).div_ceil(TILED_ROWS as u64), self.max_dim);
+                let rows = dispatch_size((p.rows as u64).div_ceil(self.tiled_rows as u64), self.max_dim);
                 p.groups_x = rows[0];
                 let tiles = to_u32(columns.div_ceil(TILE_COLUMNS as u64), "column tiles")?;
                 records.push(Record { kernel, set: i, params: p, groups: [rows[0], rows[1], tiles] });
