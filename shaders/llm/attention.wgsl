@@ -180,8 +180,7 @@ fn attention(
             for (var i = 0u; i < kq; i++) {
                 if COLUMNS == 1u {
                     // Each key used as it is loaded: with the keys loaded first, as below,
-                    // gemma-3-270m's decode attention took 8 % longer on lavapipe
-                    // (docs/llm.md#attention).
+                    // decode steps were slower on lavapipe (docs/llm.md#attention).
                     let q0 = query[4u * i];
                     let q1 = query[4u * i + 1u];
                     let q2 = query[4u * i + 2u];

@@ -60,8 +60,7 @@ pub const ATTENTION_SPLIT_BELOW: u32 = 8;
 /// ([`ModelKernel::AttentionColumns`], `COLUMNS` in the WGSL), where each key and value is a
 /// per-lane load: the workgroup loads each once for its columns, where one workgroup a column
 /// loaded them again for each; a prompt step's attention at depth was most of its time. Two, not
-/// four: four hold twice the scores and sums a lane and were slower (measured:
-/// docs/llm.md#attention). GPUs serve one column a workgroup ([`attention_columns`]).
+/// four: four hold twice the scores and sums a lane and were slower (docs/llm.md#attention). GPUs serve one column a workgroup ([`attention_columns`]).
 pub const ATTENTION_COLUMNS: u32 = 2;
 
 /// The token columns one attention workgroup serves: [`ATTENTION_COLUMNS`] where its shares are

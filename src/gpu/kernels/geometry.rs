@@ -38,9 +38,8 @@ pub const TILED_ROWS: u32 = TILED_WG * TILED_ROW_BLOCK;
 /// The tall kernels' workgroup ([`Columns::TiledTall`], [`Columns::TallOneColumn`]: CPU
 /// drivers' A32 products), 64 rows: with 256 a model's 576- or 640-row products (SmolLM2-135M's
 /// and gemma-3-270m's output and down products) made three workgroups for two cores, one core
-/// taking two; gemma-3-270m's down products took 14.1–14.6 ms a decode step on lavapipe with
-/// 64 invocations, 9.3–9.6 with 16 (docs/performance-history.md, item 44). A CPU driver runs
-/// a workgroup's 8-lane programs one after another, so fewer invocations cost no parallelism.
+/// taking two (measured: docs/performance.md#tiled-products). A CPU driver runs a workgroup's
+/// 8-lane programs one after another, so fewer invocations cost no parallelism.
 pub const TALL_WG: u32 = 16;
 
 /// Invocations a workgroup of the tiled kernel `columns` takes: [`TALL_WG`] for the tall ones,
