@@ -132,7 +132,12 @@ impl ModelKernel {
     pub fn name(self) -> &'static str {
         match self {
             ModelKernel::AttentionColumns => "attention_columns",
-            _ => self.entry_point(),
+            ModelKernel::Norm
+            | ModelKernel::QkRope
+            | ModelKernel::Attention
+            | ModelKernel::AttentionCombine
+            | ModelKernel::Gated
+            | ModelKernel::Softcap => self.entry_point(),
         }
     }
 
@@ -164,14 +169,15 @@ impl ModelKernel {
         };
         // The attention's token columns a workgroup (`COLUMNS`): its one source serves both.
         let columns = match self {
-            ModelKernel::Attention => 1,
-            ModelKernel::AttentionColumns => attention_columns(position_shares(small)),
-            _ => 0,
+            ModelKernel::Attention => Some(1),
+            ModelKernel::AttentionColumns => Some(attention_columns(position_shares(small))),
+            ModelKernel::Norm
+            | ModelKernel::QkRope
+            | ModelKernel::AttentionCombine
+            | ModelKernel::Gated
+            | ModelKernel::Softcap => None,
         };
-        let columns = match columns {
-            0 => String::new(),
-            n => format!("const COLUMNS: u32 = {n}u;\n"),
-        };
+        let columns = columns.map(|n| format!("const COLUMNS: u32 = {n}u;\n")).unwrap_or_default();
         format!(
             "// llm/{}\nconst LLM_WG: u32 = {}u;\nconst HEAD_MAX: u32 = {HEAD_MAX}u;\n\
              const ATTENTION_SPLITS: u32 = {ATTENTION_SPLITS}u;\nconst POSITION_SHARES: bool = {};\n{columns}{}{COMMON}\n{own}",
