@@ -171,10 +171,20 @@ pub fn staged_records(format: Format) -> bool {
 /// 256-value types whose chunks are read a few words at a time from records off a word or a
 /// vec4 (q6_K's 210 bytes: 20 loads a row and chunk), where counts and times on lavapipe fell
 /// (docs/performance.md#256-value-records-staged-a-block-at-a-time). Not q4_K or q5_K, whose
-/// records are whole vec4s already read as such, nor the i-quants, whose grid lookups
-/// dominate: staged, they were no faster.
+/// records are whole vec4s and whose stage spilled (they read sub-blocks in pairs instead:
+/// [`a32_pairs`]), nor the i-quants, whose grid lookups dominate: staged, they were no faster.
 pub fn staged_blocks(format: Format) -> bool {
     matches!(format, Format::GgufQ2K | Format::GgufQ3K | Format::GgufQ6K | Format::GgufTq1_0)
+}
+
+/// Whether one column where the tall tiled kernel is bound steps two chunks at a time, each row's
+/// pair of sub-blocks decoded from one load of the bytes they share
+/// (shaders/codecs/gguf_pairs.wgsl, shaders/ops/matmul_tiled_tall_pairs.wgsl): q4_K and q5_K,
+/// whose sub-blocks j and j + 1 are the two nibbles of the same 32 bytes, so that a chunk at a
+/// time loads them and the block's head twice (docs/performance.md#k-quant-pairs-in-one-column).
+/// Staged a block at a time instead, four rows' 144 or 176 bytes left the stage on the stack.
+pub fn a32_pairs(format: Format) -> bool {
+    matches!(format, Format::GgufQ4K | Format::GgufQ5K)
 }
 
 /// Rows per product workgroup for `format`.

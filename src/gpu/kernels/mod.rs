@@ -46,6 +46,8 @@ const OP_MATMUL_TILED_WORKGROUP: &str = include_str!("../../../shaders/ops/matmu
 const OP_MATMUL_TILED_SUBGROUP: &str = include_str!("../../../shaders/ops/matmul_tiled_subgroup.wgsl");
 const OP_MATMUL_TILED_TALL: &str = include_str!("../../../shaders/ops/matmul_tiled_tall.wgsl");
 const OP_MATMUL_TILED_TALL_DIRECT: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_direct.wgsl");
+const OP_MATMUL_TILED_TALL_PAIRS: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_pairs.wgsl");
+const CODEC_GGUF_PAIRS: &str = include_str!("../../../shaders/codecs/gguf_pairs.wgsl");
 const OP_MATMUL_TILED_TALL_STAGED: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_staged.wgsl");
 const OP_MATMUL_TILED_STAGE: &str = include_str!("../../../shaders/ops/matmul_tiled_stage.wgsl");
 const OP_MATMUL_TALL_BLOCKS: &str = include_str!("../../../shaders/ops/matmul_tall_blocks.wgsl");
@@ -164,6 +166,9 @@ fn block_decoders(key: KernelKey) -> Result<String> {
         |f: &str, ty: &str, body: String| format!("fn {f}(base: u32, j: u32, c: u32) -> {ty} {{ return {body}; }}\n");
     let mut s = call("block_levels", "Chunk", format!("levels_{name}(base, j, c)"));
     s += &call("block_affine", "vec4<f32>", format!("affine_{name}(base, j, c)"));
+    if tall_pairs(key) {
+        s += &call("block_level_pair", "LevelPair", format!("level_pair_{name}(base, j, c)"));
+    }
     if key.op == Op::MatmulA8 {
         let poison = "vec4<f32>(poison_f32())";
         let (codes, affine8, pair) = match t.a8 {
@@ -182,6 +187,12 @@ fn block_decoders(key: KernelKey) -> Result<String> {
         s += &format!("const PAIR_DECODER: bool = {};\n", pair_decoder(key.format));
     }
     Ok(s)
+}
+
+/// Whether `key`'s module is the tall tiled kernel whose one column reads sub-blocks in pairs
+/// ([`a32_pairs`]; A32's, the only op the tall kernel has).
+fn tall_pairs(key: KernelKey) -> bool {
+    key.columns == Columns::TiledTall && key.op == Op::Matmul && a32_pairs(key.format)
 }
 
 /// The product kernels' geometry as WGSL constants (see [`product_lanes`] and [`Columns`]).
@@ -238,9 +249,10 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         };
         match (key.columns, key.variant) {
             (Columns::TiledTall, variant) if key.columns.exists(key.format, key.op, variant) => {
-                let reads: &[&str] = match staged_records(key.format) {
-                    true => &[OP_MATMUL_TILED_STAGE, OP_MATMUL_TILED_TALL_STAGED],
-                    false => &[OP_MATMUL_TILED_TALL_DIRECT],
+                let reads: &[&str] = match (staged_records(key.format), tall_pairs(key)) {
+                    (true, _) => &[OP_MATMUL_TILED_STAGE, OP_MATMUL_TILED_TALL_STAGED],
+                    (false, true) => &[CODEC_GGUF_PAIRS, OP_MATMUL_TILED_TALL_PAIRS],
+                    (false, false) => &[OP_MATMUL_TILED_TALL_DIRECT],
                 };
                 op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL]);
                 op.extend(reads);

@@ -332,3 +332,28 @@ fn only_the_tall_kernels_take_the_small_tiled_workgroup() {
     }
     const { assert!(TALL_WG < TILED_WG && (TALL_WG * TILED_ROW_BLOCK).is_multiple_of(ROW_TILE)) };
 }
+
+/// Only q4_K's and q5_K's tall kernel (A32, CPU drivers) reads one column's sub-blocks in pairs;
+/// every other module of theirs, and every other type's, a chunk at a time.
+#[test]
+fn only_the_k_quants_tall_kernel_reads_sub_block_pairs() {
+    let pairs: Vec<Format> = Format::ALL.iter().copied().filter(|f| a32_pairs(*f)).collect();
+    assert_eq!(pairs, [Format::GgufQ4K, Format::GgufQ5K]);
+    for format in [Format::GgufQ4K, Format::GgufQ5K, Format::GgufQ6K, Format::GgufQ5_0] {
+        for op in [Op::Matmul, Op::MatmulA8] {
+            for variant in [Variant::Subgroup, Variant::Workgroup] {
+                for columns in Columns::ALL.into_iter().filter(|c| c.exists(format, op, variant)) {
+                    let source = assemble(KernelKey::new(format, op, variant, columns)).unwrap();
+                    let expected = a32_pairs(format) && op == Op::Matmul && columns == Columns::TiledTall;
+                    let name = format!("level_pair_{}(base, j, c)", format.gguf().unwrap().ggml_name.to_lowercase());
+                    assert_eq!(source.contains(&name), expected, "{format:?} {op:?} {variant:?} {columns:?}");
+                    assert_eq!(
+                        source.contains("fn level_pair_dot("),
+                        expected,
+                        "{format:?} {op:?} {variant:?} {columns:?}"
+                    );
+                }
+            }
+        }
+    }
+}
