@@ -137,10 +137,12 @@ impl RowBlock {
 /// pays where decoding is dear and loses where it is a masked word (measured on lavapipe,
 /// docs/performance.md#one-column-by-rows).
 pub fn matvec_by_rows(format: Format) -> bool {
-    // A category fact, so a new format of a category needs no row here.
+    // A category (and word size) fact, so a new format of a category needs no row here.
     match format.category() {
-        // Whole-word decodes: matvec's kernel is as fast or faster.
-        Category::DirectFloat | Category::DirectInt => false,
+        // 16-bit float words gain with row tiles of 32-value chunks; fp32's lost
+        // (docs/performance.md#float-words-by-rows). int32 has no product.
+        Category::DirectFloat => matches!(format.spec().geometry, Geometry::Direct { bytes: 2, .. }),
+        Category::DirectInt => false,
         // Ties by rows alone, gains with the row tiles that come with it
         // (docs/performance.md#one-column-by-rows).
         Category::Grouped | Category::BlockScaledFloat | Category::RowScaledFloat | Category::GgufBlock => true,

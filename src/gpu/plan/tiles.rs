@@ -32,8 +32,8 @@ pub struct RowTiles {
 
 impl RowTiles {
     /// The tiles of a payload of `geometry`, or `None` where its layout keeps rows as they are:
-    /// layouts whose kernels read records through `record_at` (gguf_blocks_v1, row_split_k128_v1),
-    /// and tensors of at least one whole tile.
+    /// layouts whose kernels read records through `record_at` (gguf_blocks_v1, row_split_k128_v1,
+    /// contiguous_le_v1's matrices of whole chunks), and tensors of at least one whole tile.
     pub fn of(geometry: &PayloadGeometry) -> Option<RowTiles> {
         let plane = |offset: usize, stride: usize, record: usize| TiledPlane {
             offset: offset as u64,
@@ -53,10 +53,15 @@ impl RowTiles {
                 planes.push(plane(g.scale_offset, g.gpr * 2, 2));
                 (g.n, planes)
             }
-            PayloadGeometry::Contiguous(_)
-            | PayloadGeometry::BlockScale(_)
-            | PayloadGeometry::RowScale(_)
-            | PayloadGeometry::RowInterleaved(_) => return None,
+            // A 32-value chunk is the record (shaders/codecs/contiguous.wgsl reads a chunk at
+            // a time), so rows of whole chunks only.
+            PayloadGeometry::Contiguous(g) => match g.shape[..] {
+                [n, k] if k % 32 == 0 => (n, vec![plane(0, k * g.word_bytes, 32 * g.word_bytes)]),
+                _ => return None,
+            },
+            PayloadGeometry::BlockScale(_) | PayloadGeometry::RowScale(_) | PayloadGeometry::RowInterleaved(_) => {
+                return None
+            }
         };
         let rows = rows as u64;
         (rows >= ROW_TILE as u64).then_some(RowTiles { rows, planes })
@@ -160,6 +165,7 @@ mod tests {
             (Format::Q8G32Fp16, vec![64, 96]),
             (Format::Q5G64Fp16, vec![40, 200]),
             (Format::Q6G64Fp16, vec![32, 128]),
+            (Format::Bf16, vec![40, 96]),
         ] {
             let (tiles, len) = tiles(format, &shape);
             // Distinct-ish bytes: a byte's stored position, folded.
@@ -191,6 +197,11 @@ mod tests {
         assert_eq!(of(Format::GgufQ5_0, Layout::GgufBlocksV1, &[31, 64]), None);
         assert_eq!(of(Format::GgufQ5_0, Layout::GgufBlocksV1, &[70, 64]), Some(64));
         assert_eq!(of(Format::Q4G64Fp16, Layout::RowSplitK128V1, &[32, 128]), Some(32));
-        assert_eq!(of(Format::Bf16, Layout::ContiguousLeV1, &[64, 64]), None);
+        // Contiguous words: matrices of whole 32-value chunks only.
+        assert_eq!(of(Format::Bf16, Layout::ContiguousLeV1, &[70, 64]), Some(64));
+        assert_eq!(of(Format::Fp32, Layout::ContiguousLeV1, &[64, 96]), Some(64));
+        assert_eq!(of(Format::Bf16, Layout::ContiguousLeV1, &[64, 48]), None);
+        assert_eq!(of(Format::Bf16, Layout::ContiguousLeV1, &[2, 32, 64]), None);
+        assert_eq!(of(Format::Bf16, Layout::ContiguousLeV1, &[4096]), None);
     }
 }
