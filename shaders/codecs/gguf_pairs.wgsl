@@ -1,11 +1,14 @@
-// gguf_blocks_v1's q4_K and q5_K as A32 reads one column on CPU drivers, two sub-blocks at a time
-// (src/gpu/kernels/geometry.rs, a32_pairs; shaders/ops/matmul_tiled_tall_pairs.wgsl). Sub-blocks
-// j and j + 1 (j even) are the low and high nibbles of the same 32 bytes, and every sub-block's
-// scale and min come from the block's first 16 bytes: read a chunk at a time, a pair loads those
-// bytes twice and the head twice, where here it loads each once (5 vec4 loads of q4_K's 6, or
-// q5_K's 10, become 3 and 5; docs/performance.md#k-quant-pairs-in-one-column). Included after
+// gguf_blocks_v1's q4_K, q5_K and grid i-quants as A32 reads one column on CPU drivers, two
+// sub-blocks at a time (src/gpu/kernels/geometry.rs, a32_pairs;
+// shaders/ops/matmul_tiled_tall_pairs.wgsl), the block_level_pair the host generates calling
+// the type's decoder below or, for the i-quants, its A8 pair decoder (gguf_codes.wgsl).
+// q4_K/q5_K sub-blocks j and j + 1 (j even) are the low and high nibbles of the same 32 bytes,
+// and every sub-block's scale and min come from the block's first 16 bytes: read a chunk at a
+// time, a pair loads those bytes twice and the head twice, where here it loads each once (6 vec4
+// loads of q4_K become 3, q5_K's 10 become 5; docs/performance.md#k-quant-pairs-in-one-column).
+// The i-quants' pairs share their index, sign and scale words the same way. Included after
 // shaders/codecs/gguf_blocks.wgsl, whose loaders and scale unpacking it reuses; the levels and
-// maps are those of levels_q4_k / affine_q4_k, so the products are the same sums.
+// maps are those of the chunk-at-a-time readers, so the products are the same sums.
 
 // Two chunks' levels and their maps (a q - b per 16-value half, as chunk_affine).
 struct LevelPair {
@@ -60,4 +63,20 @@ fn level_pair_q5_k(base: u32, j: u32, c: u32) -> LevelPair {
     }
     let f = affine_pair_q4_k(base, j);
     return LevelPair(q[0], q[1], f[0], f[1]);
+}
+
+// An A8 pair (int8 codes, maps without offsets: the grid i-quants) as levels: the codes are the
+// signed integers the chunk readers' levels are, or for iq1 eight times them with the map
+// carrying the 1/8 (gguf_codes.wgsl's header), the same weights exactly.
+fn code_levels(c: Codes) -> Chunk {
+    var q: Chunk;
+    for (var i = 0u; i < 8u; i++) {
+        let bytes = bitcast<vec4<i32>>(vec4<u32>(c[i / 4u][i % 4u]) << vec4<u32>(24u, 16u, 8u, 0u));
+        q[i] = vec4<f32>(bytes >> vec4<u32>(24u));
+    }
+    return q;
+}
+
+fn level_pair_of_codes(p: Pair8) -> LevelPair {
+    return LevelPair(code_levels(p.a), code_levels(p.b), p.fa, p.fb);
 }

@@ -15,17 +15,7 @@
 // codes (values 0..15, then 16..31, four per word, lowest byte first), then (binary32 bits of
 // the binary16 scale d, Σ codes of values 0..15, Σ codes of values 16..31, 0).
 
-// A chunk's 32 weight codes as int8, four per u32: values 0..15 in [0], 16..31 in [1], lowest
-// byte first.
-alias Codes = array<vec4<u32>, 2>;
-
-// Chunks c and c + 1 of one row: their codes and maps.
-struct Pair8 {
-    a: Codes,
-    b: Codes,
-    fa: vec4<f32>,
-    fb: vec4<f32>,
-}
+// Codes and Pair8 are shaders/ops/codes.wgsl's.
 
 @group(0) @binding(4) var<storage, read> X: array<vec4<u32>>;
 

@@ -185,8 +185,19 @@ pub fn staged_blocks(format: Format) -> bool {
 /// whose sub-blocks j and j + 1 are the two nibbles of the same 32 bytes, so that a chunk at a
 /// time loads them and the block's head twice (docs/performance.md#k-quant-pairs-in-one-column).
 /// Staged a block at a time instead, four rows' 144 or 176 bytes left the stage on the stack.
+/// The grid i-quants too ([`a32_code_pairs`]).
 pub fn a32_pairs(format: Format) -> bool {
-    matches!(format, Format::GgufQ4K | Format::GgufQ5K)
+    matches!(format, Format::GgufQ4K | Format::GgufQ5K) || a32_code_pairs(format)
+}
+
+/// The [`a32_pairs`] types whose pairs are their A8 pair decoders' (shaders/codecs/gguf_codes.wgsl),
+/// read as levels: the grid i-quants, whose two sub-blocks' index, sign and scale bytes lie side
+/// by side and load as one window (docs/performance.md#i-quant-pair-decoders), and whose maps
+/// have no offset, so that each code is the level itself (or eight times it, for iq1). Not the
+/// other k-quants, whose A8 codes are unsigned with the offset in the map.
+pub fn a32_code_pairs(format: Format) -> bool {
+    use Format::*;
+    matches!(format, GgufIq2Xxs | GgufIq2Xs | GgufIq2S | GgufIq3Xxs | GgufIq3S | GgufIq1S | GgufIq1M)
 }
 
 /// Rows per product workgroup for `format`.

@@ -48,6 +48,7 @@ const OP_MATMUL_TILED_TALL: &str = include_str!("../../../shaders/ops/matmul_til
 const OP_MATMUL_TILED_TALL_DIRECT: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_direct.wgsl");
 const OP_MATMUL_TILED_TALL_PAIRS: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_pairs.wgsl");
 const CODEC_GGUF_PAIRS: &str = include_str!("../../../shaders/codecs/gguf_pairs.wgsl");
+const OP_CODES: &str = include_str!("../../../shaders/ops/codes.wgsl");
 const OP_MATMUL_TILED_TALL_STAGED: &str = include_str!("../../../shaders/ops/matmul_tiled_tall_staged.wgsl");
 const OP_MATMUL_TILED_STAGE: &str = include_str!("../../../shaders/ops/matmul_tiled_stage.wgsl");
 const OP_MATMUL_TALL_BLOCKS: &str = include_str!("../../../shaders/ops/matmul_tall_blocks.wgsl");
@@ -166,10 +167,15 @@ fn block_decoders(key: KernelKey) -> Result<String> {
         |f: &str, ty: &str, body: String| format!("fn {f}(base: u32, j: u32, c: u32) -> {ty} {{ return {body}; }}\n");
     let mut s = call("block_levels", "Chunk", format!("levels_{name}(base, j, c)"));
     s += &call("block_affine", "vec4<f32>", format!("affine_{name}(base, j, c)"));
+    let code_pairs = tall_pairs(key) && a32_code_pairs(key.format);
     if tall_pairs(key) {
-        s += &call("block_level_pair", "LevelPair", format!("level_pair_{name}(base, j, c)"));
+        let body = match code_pairs {
+            true => format!("level_pair_of_codes(pair_{name}(base, j, c))"),
+            false => format!("level_pair_{name}(base, j, c)"),
+        };
+        s += &call("block_level_pair", "LevelPair", body);
     }
-    if key.op == Op::MatmulA8 {
+    if key.op == Op::MatmulA8 || code_pairs {
         let poison = "vec4<f32>(poison_f32())";
         let (codes, affine8, pair) = match t.a8 {
             A8Reader::Chunk => (
@@ -240,7 +246,7 @@ pub fn assemble(key: KernelKey) -> Result<String> {
         Op::Dequant => vec![OP_WEIGHTS, OP_DEQUANT],
         Op::Gather => vec![OP_WEIGHTS, OP_GATHER],
         Op::Matmul => vec![OP_MATMUL_A32, OP_MATMUL],
-        Op::MatmulA8 => vec![codec.a8_source()?, dot4, OP_MATMUL_A8, OP_MATMUL],
+        Op::MatmulA8 => vec![OP_CODES, codec.a8_source()?, dot4, OP_MATMUL_A8, OP_MATMUL],
     };
     if key.op.is_product() {
         let tiled = match key.op {
@@ -251,7 +257,10 @@ pub fn assemble(key: KernelKey) -> Result<String> {
             (Columns::TiledTall, variant) if key.columns.exists(key.format, key.op, variant) => {
                 let reads: &[&str] = match (staged_records(key.format), tall_pairs(key)) {
                     (true, _) => &[OP_MATMUL_TILED_STAGE, OP_MATMUL_TILED_TALL_STAGED],
-                    (false, true) => &[CODEC_GGUF_PAIRS, OP_MATMUL_TILED_TALL_PAIRS],
+                    (false, true) if a32_code_pairs(key.format) => {
+                        &[OP_CODES, CODEC_GGUF_CODES, CODEC_GGUF_PAIRS, OP_MATMUL_TILED_TALL_PAIRS]
+                    }
+                    (false, true) => &[OP_CODES, CODEC_GGUF_PAIRS, OP_MATMUL_TILED_TALL_PAIRS],
                     (false, false) => &[OP_MATMUL_TILED_TALL_DIRECT],
                 };
                 op.extend([OP_MATMUL_TILE, tiled, OP_MATMUL_TILED_SUBGROUP, OP_MATMUL_TILED_TALL]);

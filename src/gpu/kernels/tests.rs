@@ -333,25 +333,32 @@ fn only_the_tall_kernels_take_the_small_tiled_workgroup() {
     const { assert!(TALL_WG < TILED_WG && (TALL_WG * TILED_ROW_BLOCK).is_multiple_of(ROW_TILE)) };
 }
 
-/// Only q4_K's and q5_K's tall kernel (A32, CPU drivers) reads one column's sub-blocks in pairs;
-/// every other module of theirs, and every other type's, a chunk at a time.
+/// Only the tall kernel (A32, CPU drivers) of q4_K, q5_K and the grid i-quants reads one column's
+/// sub-blocks in pairs, the i-quants' through their A8 pair decoders; every other module of
+/// theirs, and every other type's, a chunk at a time. Every module that names the code types
+/// declares them once.
 #[test]
-fn only_the_k_quants_tall_kernel_reads_sub_block_pairs() {
+fn only_the_tall_kernels_of_pair_types_read_sub_block_pairs() {
+    use Format::*;
     let pairs: Vec<Format> = Format::ALL.iter().copied().filter(|f| a32_pairs(*f)).collect();
-    assert_eq!(pairs, [Format::GgufQ4K, Format::GgufQ5K]);
-    for format in [Format::GgufQ4K, Format::GgufQ5K, Format::GgufQ6K, Format::GgufQ5_0] {
+    assert_eq!(pairs, [GgufQ4K, GgufQ5K, GgufIq2Xxs, GgufIq2Xs, GgufIq3Xxs, GgufIq1S, GgufIq3S, GgufIq2S, GgufIq1M]);
+    assert!(pairs.iter().all(|&f| a32_code_pairs(f) == !matches!(f, GgufQ4K | GgufQ5K)));
+    for format in [GgufQ4K, GgufQ5K, GgufQ6K, GgufQ5_0, GgufIq2Xs, GgufIq1M, GgufIq4Xs] {
         for op in [Op::Matmul, Op::MatmulA8] {
             for variant in [Variant::Subgroup, Variant::Workgroup] {
                 for columns in Columns::ALL.into_iter().filter(|c| c.exists(format, op, variant)) {
                     let source = assemble(KernelKey::new(format, op, variant, columns)).unwrap();
+                    let at = format!("{format:?} {op:?} {variant:?} {columns:?}");
                     let expected = a32_pairs(format) && op == Op::Matmul && columns == Columns::TiledTall;
-                    let name = format!("level_pair_{}(base, j, c)", format.gguf().unwrap().ggml_name.to_lowercase());
-                    assert_eq!(source.contains(&name), expected, "{format:?} {op:?} {variant:?} {columns:?}");
-                    assert_eq!(
-                        source.contains("fn level_pair_dot("),
-                        expected,
-                        "{format:?} {op:?} {variant:?} {columns:?}"
-                    );
+                    let name = format.gguf().unwrap().ggml_name.to_lowercase();
+                    let pair = match a32_code_pairs(format) {
+                        true => format!("level_pair_of_codes(pair_{name}(base, j, c))"),
+                        false => format!("level_pair_{name}(base, j, c)"),
+                    };
+                    assert_eq!(source.contains(&pair), expected, "{at}");
+                    assert_eq!(source.contains("fn level_pair_dot("), expected, "{at}");
+                    let codes = op == Op::MatmulA8 || expected;
+                    assert_eq!(source.matches("struct Pair8 {").count(), usize::from(codes), "{at}");
                 }
             }
         }
