@@ -1,5 +1,5 @@
-// The tall tiled kernel's reads (shaders/ops/matmul_tiled_tall.wgsl) for q4_K and q5_K
-// (src/gpu/kernels/geometry.rs, a32_pairs): many columns read a chunk where it lies, as
+// The tall tiled kernel's reads (shaders/ops/matmul_tiled_tall.wgsl) for q4_K, q5_K and the grid
+// i-quants (src/gpu/kernels/geometry.rs, a32_pairs): many columns read a chunk where it lies, as
 // shaders/ops/matmul_tiled_tall_direct.wgsl does; one column steps two chunks at a time, each
 // row's pair decoded from one load of the bytes the two share (shaders/codecs/gguf_pairs.wgsl),
 // in four rows an invocation as shaders/ops/matmul_tiled.wgsl's one_column, whose row order and
